@@ -1,0 +1,40 @@
+# Two commands matter (see README): `make run` and `make test`. Both install what they need.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+AUTOGRADER_ZIP := dist/autograder/decode-autograder.zip
+
+.PHONY: run test assignment lint format system-deps
+
+run: assignment
+	@echo "Student notebook (give this to students): dist/student/decode.ipynb"
+	@echo "Autograder zip (staff only, holds hidden tests): $(AUTOGRADER_ZIP)"
+	@echo "Solution notebook (staff only, never publish): dist/autograder/decode.ipynb"
+
+test: $(INSTALLED) system-deps assignment lint
+	$(PY) -m pytest
+
+assignment: $(AUTOGRADER_ZIP)
+
+$(AUTOGRADER_ZIP): $(INSTALLED) assignment/decode.ipynb assignment/build.py otter_config.json
+	$(PY) assignment/build.py
+
+lint: $(INSTALLED)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: $(INSTALLED)
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+# Python packages live in .venv; reinstalled when pyproject.toml changes.
+$(INSTALLED): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	@touch $@
+
+# System tools from Debian (we run as root on the target machines).
+system-deps:
+	@command -v bwrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; }

@@ -1,0 +1,7 @@
+"""Floor division drops the fraction."""
+
+QUESTION = "decode_step_seconds"
+
+
+def decode_step_seconds(param_bytes, bandwidth):
+    return param_bytes // bandwidth

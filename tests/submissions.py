@@ -1,0 +1,147 @@
+"""Submissions for the Decode assignment, built from the corpus, shared by the tests and the benchmark.
+
+A corpus entry is a small Python file in `tests/corpus/correct/` or `tests/corpus/wrong/`. It redefines
+some answers; everything it does not define keeps the reference solution. A wrong entry names the one
+question it gets wrong in `QUESTION`. The same entry can be graded two ways:
+
+- fast: run the zip's test files in-process against the reference answers updated by the entry;
+- whole notebook: the student notebook with every answer cell filled in, the entry in place of its answers.
+"""
+
+from __future__ import annotations
+
+import ast
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from otter.test_files import ExceptionTestFile
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = Path(__file__).resolve().parent / "corpus"
+DIST = ROOT / "dist"
+AUTOGRADER_ZIP = DIST / "autograder" / "decode-autograder.zip"
+STUDENT_NOTEBOOK = DIST / "student" / "decode.ipynb"
+SOLUTION_NOTEBOOK = DIST / "autograder" / "decode.ipynb"
+
+QUESTIONS = (
+    "gb_read_per_step",
+    "ms_per_token",
+    "max_tokens_per_second",
+    "decode_step_seconds",
+    "tokens_per_second",
+    "decode_time",
+    "generate",
+    "call_order_is_sequential",
+    "understanding_answer",
+)
+ANSWER_TAG = "otter_answer_cell"
+SOLUTION_TAG = "otter_assign_solution_cell"
+
+
+@dataclass(frozen=True)
+class CorpusEntry:
+    name: str
+    kind: str  # "correct" or "wrong"
+    question: str | None  # the question a wrong entry gets wrong
+    description: str
+    source: str
+
+
+def corpus(kind: str) -> list[CorpusEntry]:
+    """Every entry of one kind ("correct" or "wrong"), sorted by name."""
+    entries = []
+    for path in sorted((CORPUS / kind).glob("*.py")):
+        source = path.read_text()
+        module = ast.parse(source)
+        question = None
+        for node in module.body:
+            if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["QUESTION"]:
+                question = ast.literal_eval(node.value)
+        entries.append(CorpusEntry(path.stem, kind, question, ast.get_docstring(module) or "", source))
+    return entries
+
+
+def load_test_sources(zip_path: Path = AUTOGRADER_ZIP) -> dict[str, str]:
+    """Test file source per question, read from the autograder zip."""
+    with zipfile.ZipFile(zip_path) as archive:
+        return {
+            Path(name).stem: archive.read(name).decode()
+            for name in archive.namelist()
+            if name.startswith("tests/") and name.endswith(".py")
+        }
+
+
+def tagged_sources(notebook: nbformat.NotebookNode, tag: str) -> list[str]:
+    return [c.source for c in notebook.cells if c.cell_type == "code" and tag in c.metadata.get("tags", [])]
+
+
+def reference_answers() -> list[str]:
+    """The solution cells of the solution notebook, in notebook order."""
+    return tagged_sources(nbformat.read(SOLUTION_NOTEBOOK, as_version=4), SOLUTION_TAG)
+
+
+def env_for(entry: CorpusEntry | None) -> dict:
+    """The globals a notebook with the reference answers, then the entry's code, would end with."""
+    env: dict = {}
+    for source in reference_answers():
+        exec(compile(source, "<reference>", "exec"), env)
+    if entry is not None:
+        exec(compile(entry.source, f"<corpus {entry.name}>", "exec"), env)
+    return env
+
+
+@dataclass(frozen=True)
+class QuestionScore:
+    score: float
+    possible: float
+    failures: tuple[str, ...]  # Otter's message for every failed test case
+
+
+def score_env(env: dict, test_sources: dict[str, str]) -> dict[str, QuestionScore]:
+    """Run every test file against `env` exactly as Otter's exception-based runner does."""
+    scores = {}
+    for question, source in test_sources.items():
+        test_file = ExceptionTestFile.from_string(source, path=f"tests/{question}.py")
+        test_file.run(env)
+        failures = tuple(r.message for r in test_file.test_case_results if not r.passed)
+        scores[question] = QuestionScore(test_file.score, test_file.possible, failures)
+    return scores
+
+
+def defined_questions(source: str) -> set[str]:
+    """The questions whose answer a piece of code (re)defines at top level."""
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names & set(QUESTIONS)
+
+
+def submission_notebook(entry: CorpusEntry | None = None, answered: bool = True) -> nbformat.NotebookNode:
+    """The student notebook as a student would submit it.
+
+    answered=False leaves it untouched. Otherwise every answer cell holds the reference solution, and an
+    entry's code takes the place of the first answer it redefines (the answer cells it redefines are
+    emptied). Otter grades a question when its `grader.check` cell runs, so the entry must come before
+    the checks of every question it answers.
+    """
+    notebook = nbformat.read(STUDENT_NOTEBOOK, as_version=4)
+    if not answered:
+        return notebook
+    answer_cells = [c for c in notebook.cells if ANSWER_TAG in c.metadata.get("tags", [])]
+    references = reference_answers()
+    assert len(answer_cells) == len(QUESTIONS)
+    replaced = defined_questions(entry.source) if entry else set()
+    placed = False
+    for cell, reference in zip(answer_cells, references, strict=True):
+        if not defined_questions(reference) & replaced:
+            cell.source = reference
+        elif not placed:
+            cell.source, placed = entry.source, True
+        else:
+            cell.source = "# answered above"
+    return notebook
