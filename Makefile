@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 AUTOGRADER_ZIP := dist/autograder/decode-autograder.zip
 
-.PHONY: run test assignment lint format system-deps
+.PHONY: run test assignment lint format system-deps bench
 
 run: assignment
 	@echo "Student notebook (give this to students): dist/student/decode.ipynb"
@@ -38,3 +38,7 @@ $(INSTALLED): pyproject.toml
 # System tools from Debian (we run as root on the target machines).
 system-deps:
 	@command -v bwrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; }
+
+# Side-by-side speed and memory: stock `otter run` against our grader (a few minutes; not part of test).
+bench: $(INSTALLED) system-deps assignment
+	PYTHONPATH=. $(PY) bench/bench_grader.py

@@ -11,6 +11,9 @@ question it gets wrong in `QUESTION`. The same entry can be graded two ways:
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +46,7 @@ SOLUTION_TAG = "otter_assign_solution_cell"
 @dataclass(frozen=True)
 class CorpusEntry:
     name: str
-    kind: str  # "correct" or "wrong"
+    kind: str  # "correct", "wrong" or "attacks"
     question: str | None  # the question a wrong entry gets wrong
     description: str
     source: str
@@ -126,12 +129,14 @@ def submission_notebook(entry: CorpusEntry | None = None, answered: bool = True)
 
     answered=False leaves it untouched. Otherwise every answer cell holds the reference solution, and an
     entry's code takes the place of the first answer it redefines (the answer cells it redefines are
-    emptied). Otter grades a question when its `grader.check` cell runs, so the entry must come before
-    the checks of every question it answers.
+    emptied); an entry that answers nothing (an attack) runs right after Otter's init cell. Otter grades
+    a question when its `grader.check` cell runs, so the entry must come before those checks.
     """
     notebook = nbformat.read(STUDENT_NOTEBOOK, as_version=4)
     if not answered:
         return notebook
+    if entry is not None and not defined_questions(entry.source):
+        notebook.cells.insert(1, nbformat.v4.new_code_cell(entry.source))
     answer_cells = [c for c in notebook.cells if ANSWER_TAG in c.metadata.get("tags", [])]
     references = reference_answers()
     assert len(answer_cells) == len(QUESTIONS)
@@ -145,3 +150,38 @@ def submission_notebook(entry: CorpusEntry | None = None, answered: bool = True)
         else:
             cell.source = "# answered above"
     return notebook
+
+
+class OtterRun:
+    """Stock `otter run` on one notebook, started in the background so several can run at once.
+
+    The file is named like the assignment's notebook: under another name Otter's injected
+    `otter.Notebook("decode.ipynb")` fails and its `grader.check` calls are skipped.
+    """
+
+    # Two kernels starting at once can race for the same ports (jupyter_client picks free ports, then
+    # binds them later); the loser dies before answering. Such a run is started again, once.
+    STARTUP_RACE = "Kernel died before replying to kernel_info"
+
+    def __init__(self, notebook: nbformat.NotebookNode, workdir: Path, zip_path: Path = AUTOGRADER_ZIP) -> None:
+        self.submission, self.out = workdir / "sub" / "decode.ipynb", workdir / "out"
+        self.submission.parent.mkdir(parents=True)
+        self.out.mkdir()
+        nbformat.write(notebook, self.submission)
+        self.command = [sys.executable, "-m", "otter", "run", "-a", str(zip_path), "-o", str(self.out)]
+        self.command.append(str(self.submission))
+        self.process = self._start()
+
+    def _start(self) -> subprocess.Popen:
+        return subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def scores(self, timeout: float = 300) -> dict[str, float]:
+        """Per-question scores from results.json, once the run has finished."""
+        _, stderr = self.process.communicate(timeout=timeout)
+        if self.process.returncode != 0 and self.STARTUP_RACE in stderr.decode():
+            self.process = self._start()
+            _, stderr = self.process.communicate(timeout=timeout)
+        if self.process.returncode != 0:
+            raise RuntimeError(f"otter run failed: {stderr.decode()[-2000:]}")
+        results = json.loads((self.out / "results.json").read_text())
+        return {t["name"]: t["score"] for t in results["tests"] if t["name"] in QUESTIONS}

@@ -1,0 +1,83 @@
+"""Command line: `python -m autograder grade --autograder ZIP SUB.ipynb ... [--jobs N]`."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from .assignment import AssignmentError
+from .grading import grade_submission
+from .options import GradeOptions
+from .results import GradeResult
+from .sandbox import SandboxUnavailable
+
+EXIT_OK, EXIT_GRADER_ERROR, EXIT_INVALID_INPUT = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m autograder")
+    sub = parser.add_subparsers(dest="command", required=True)
+    grade = sub.add_parser("grade", help="grade notebooks, one JSON line per submission")
+    grade.add_argument("--autograder", required=True, help="autograder zip from `otter assign`")
+    grade.add_argument("submissions", nargs="+")
+    grade.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel")
+    grade.add_argument("--student-view", action="store_true", help="hide hidden tests' details")
+    grade.add_argument("--csv", help="also write scores to this CSV file")
+    grade.add_argument("--cell-timeout", type=float, default=GradeOptions.cell_timeout)
+    grade.add_argument("--test-timeout", type=float, default=GradeOptions.test_timeout)
+    return parser
+
+
+class _Progress:
+    """A one-line progress bar on stderr, only when grading several submissions."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.lock = total, 0, threading.Lock()
+        self.enabled = total > 1
+
+    def step(self, _: Future[GradeResult]) -> None:
+        if not self.enabled:
+            return
+        with self.lock:
+            self.done += 1
+            bar = "#" * (30 * self.done // self.total)
+            end = "\n" if self.done == self.total else ""
+            print(f"\r[{bar:<30}] {self.done}/{self.total}", end=end, file=sys.stderr, flush=True)
+
+
+def _write_csv(path: str, results: list[GradeResult]) -> None:
+    questions = list(dict.fromkeys(q.name for r in results for q in r.questions))  # first-seen order
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["submission", "score", "max_score", *questions, "error"])
+        for r in results:
+            scores = {q.name: q.score for q in r.questions}
+            row = [r.submission, r.score, r.max_score, *(scores.get(q, 0.0) for q in questions)]
+            writer.writerow([*row, r.error or ""])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    options = GradeOptions(cell_timeout=args.cell_timeout, test_timeout=args.test_timeout)
+    progress = _Progress(len(args.submissions))
+    results: list[GradeResult] = []
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            futures = [pool.submit(grade_submission, args.autograder, path, options) for path in args.submissions]
+            for future in futures:
+                future.add_done_callback(progress.step)
+            for future in futures:
+                result = future.result()
+                results.append(result)
+                print(json.dumps(result.to_dict(student_view=args.student_view)), flush=True)
+    except (SandboxUnavailable, AssignmentError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_GRADER_ERROR
+    if args.csv:
+        _write_csv(args.csv, results)
+    return EXIT_INVALID_INPUT if any(r.invalid_input for r in results) else EXIT_OK

@@ -1,0 +1,85 @@
+"""Grading results and the two views of them (staff and student)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from otter.test_files import TestFile
+
+
+@dataclass(frozen=True)
+class TestResult:
+    name: str
+    hidden: bool
+    passed: bool
+    score: float
+    max_score: float
+    message: str
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    name: str
+    score: float
+    max_score: float
+    tests: list[TestResult]
+
+    @classmethod
+    def from_otter(cls, tf: TestFile) -> QuestionResult:
+        """Scores come from Otter's TestFile (all_or_nothing included) for parity with `otter run`."""
+        tests = [
+            TestResult(
+                name=r.test_case.name,
+                hidden=bool(r.test_case.hidden),
+                passed=r.passed,
+                score=float(r.test_case.points) if r.passed else 0.0,
+                max_score=float(r.test_case.points),
+                message=r.message or "",
+            )
+            for r in tf.test_case_results
+        ]
+        return cls(tf.name, float(tf.score), float(tf.possible), tests)
+
+    def to_dict(self, student_view: bool) -> dict[str, Any]:
+        shown = [t for t in self.tests if not (student_view and t.hidden)]
+        out: dict[str, Any] = {
+            "name": self.name,
+            "score": self.score,
+            "max_score": self.max_score,
+            "tests": [vars(t).copy() for t in shown],
+        }
+        if student_view:
+            hidden = [t for t in self.tests if t.hidden]
+            out["hidden_passed"] = sum(t.passed for t in hidden)
+            out["hidden_total"] = len(hidden)
+        return out
+
+
+@dataclass(frozen=True)
+class GradeResult:
+    submission: str
+    max_score: float
+    questions: list[QuestionResult] = field(default_factory=list)
+    error: str | None = None
+    """one-line reason when the input could not be graded at all (score 0)"""
+    cell_errors: list[str] = field(default_factory=list)
+    """errors raised by notebook cells (staff view only)"""
+    invalid_input: bool = False
+    """True when `error` is about the submission itself (CLI exit status 2)"""
+
+    @property
+    def score(self) -> float:
+        return float(sum(q.score for q in self.questions))
+
+    def to_dict(self, student_view: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "submission": self.submission,
+            "score": self.score,
+            "max_score": self.max_score,
+            "questions": [q.to_dict(student_view) for q in self.questions],
+            "error": self.error,
+        }
+        if not student_view:
+            out["cell_errors"] = list(self.cell_errors)
+        return out

@@ -1,0 +1,80 @@
+"""Shared fixtures: the toy assignment built with `otter assign` once per session."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+OTTER = str(Path(sys.executable).with_name("otter"))
+
+SOLUTION = {
+    "q1": "def square(x):\n    return x * x\n",
+    "q2": (
+        "total = np.arange(5).sum()\n"
+        "def apply_twice(f, x):\n    return f(f(x))\n"
+        "def double_all(xs):\n    return [apply_twice(lambda v: v * 2, x) // 2 for x in xs]\n"
+    ),
+}
+
+
+class Toy:
+    """The built toy assignment plus a helper that writes student notebooks."""
+
+    def __init__(self, zip_path: Path, template: dict, workdir: Path) -> None:
+        self.zip, self.template, self.workdir = zip_path, template, workdir
+
+    def notebook(self, name: str, answers: dict[str, str] | None = None, extra=()) -> Path:
+        """A student notebook with answer cells replaced and extra code cells appended.
+
+        answers maps question -> source (default: the solution); extra is a list of
+        (after_question or None, source) inserted after that question's answer cell or at the end.
+        """
+        answers = {**SOLUTION, **(answers or {})}
+        nb = copy.deepcopy(self.template)
+        cells, question = [], 0
+        for cell in nb["cells"]:
+            if "otter_answer_cell" in cell["metadata"].get("tags", []):
+                question += 1
+                cell["source"] = answers[f"q{question}"]
+                cells.append(cell)
+                cells += [_code(src) for after, src in extra if after == f"q{question}"]
+            else:
+                cells.append(cell)
+        cells += [_code(src) for after, src in extra if after is None]
+        nb["cells"] = cells
+        path = self.workdir / f"{name}.ipynb"
+        path.write_text(json.dumps(nb))
+        return path
+
+
+def _code(source: str) -> dict:
+    return {
+        "cell_type": "code",
+        "id": uuid.uuid4().hex[:8],
+        "metadata": {},
+        "source": source,
+        "outputs": [],
+        "execution_count": None,
+    }
+
+
+@pytest.fixture(scope="session")
+def toy(tmp_path_factory: pytest.TempPathFactory) -> Toy:
+    out = tmp_path_factory.mktemp("toy")
+    subprocess.run(
+        [OTTER, "assign", str(FIXTURES / "toy.ipynb"), str(out / "dist")],
+        check=True,
+        capture_output=True,
+    )
+    (zip_path,) = (out / "dist" / "autograder").glob("*.zip")
+    template = json.loads((out / "dist" / "student" / "toy.ipynb").read_text())
+    work = out / "subs"
+    work.mkdir()
+    return Toy(zip_path, template, work)

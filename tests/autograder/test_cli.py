@@ -1,0 +1,81 @@
+"""The command line: one JSON line per submission, exit status 0/1/2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+CLI = [sys.executable, "-m", "autograder", "grade"]
+
+
+def run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(CLI + args, capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_grades_several_submissions_one_line_each(toy, tmp_path):
+    paths = [toy.notebook("cli-a"), toy.notebook("cli-b", {"q1": "square = None\n"})]
+    out = tmp_path / "scores.csv"
+    proc = run(["--autograder", str(toy.zip), *map(str, paths), "--jobs", "2", "--csv", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(r["submission"], r["score"], r["error"]) for r in lines] == [
+        (str(paths[0]), 5.0, None),
+        (str(paths[1]), 3.0, None),
+    ]
+    assert "2/2" in proc.stderr
+    assert out.read_text().splitlines()[0] == "submission,score,max_score,q1,q2,error"
+
+
+def test_student_view_flag_hides_hidden_tests(toy):
+    proc = run(["--autograder", str(toy.zip), str(toy.notebook("cli-view")), "--student-view"])
+    (line,) = proc.stdout.splitlines()
+    assert "q1 - 2" not in line and json.loads(line)["questions"][0]["hidden_total"] == 1
+
+
+def _notebook_for_other_assignment(toy) -> bytes:
+    nb = json.loads(toy.notebook("other").read_text())
+    nb["metadata"]["otter"]["assignment_name"] = "other"
+    return json.dumps(nb).encode()
+
+
+INVALID = {
+    "not-json": (lambda toy: b"print('hello')\n", "not JSON"),
+    "empty": (lambda toy: b"", "empty"),
+    "not-a-notebook": (lambda toy: b'{"hello": [1, 2]}', "not a Jupyter notebook"),
+    "nbformat-invalid": (
+        lambda toy: json.dumps(
+            {"cells": [{"cell_type": "code"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        ).encode(),
+        "not valid nbformat",
+    ),
+    "other-assignment": (_notebook_for_other_assignment, "assignment 'other'"),
+    "too-big": (lambda toy: b" " * (5 * 1024 * 1024) + toy.notebook("big").read_bytes(), "size limit"),
+}
+
+
+@pytest.mark.parametrize("case", INVALID)
+def test_unusable_input_exits_2_with_a_one_line_reason(toy, tmp_path, case):
+    make, reason = INVALID[case]
+    bad = tmp_path / f"{case}.ipynb"
+    bad.write_bytes(make(toy))
+    good = toy.notebook("cli-good")
+    scores = tmp_path / "scores.csv"
+    proc = run(["--autograder", str(toy.zip), str(bad), str(good), "--csv", str(scores)])
+    assert proc.returncode == 2
+    first, second = (json.loads(line) for line in proc.stdout.splitlines())
+    assert first["score"] == 0 and reason in first["error"] and "\n" not in first["error"]
+    assert second["score"] == 5.0 and second["error"] is None
+    assert scores.read_text().splitlines()[0] == "submission,score,max_score,q1,q2,error"
+
+
+def test_without_bwrap_on_path_the_cli_fails_closed(toy, tmp_path):
+    env = {**os.environ, "PATH": str(tmp_path)}
+    env.pop("GRADER_BWRAP", None)
+    proc = run(["--autograder", str(toy.zip), str(toy.notebook("cli-nobwrap"))], env=env)
+    assert proc.returncode == 1
+    assert "apt-get install bubblewrap" in proc.stderr
+    assert proc.stdout == ""

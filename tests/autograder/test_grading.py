@@ -1,0 +1,176 @@
+"""Grading the toy assignment in the real sandbox: honest scores, whatever the notebook tries."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from autograder import GradeOptions, SandboxUnavailable, grade_submission
+from tests.autograder.host import sandbox_processes
+
+FAST = GradeOptions(cell_timeout=1.0, test_timeout=1.0, grace=0.5)
+
+
+def scores(toy, name: str, answers=None, extra=()) -> dict[str, float]:
+    result = grade_submission(toy.zip, toy.notebook(name, answers, extra), FAST)
+    assert result.error is None
+    return {q.name: q.score for q in result.questions}
+
+
+def test_correct_notebook_gets_full_marks(toy):
+    result = grade_submission(toy.zip, toy.notebook("correct"), FAST)
+    assert (result.score, result.max_score) == (5.0, 5.0)
+    assert all(t.passed for q in result.questions for t in q.tests)
+    assert result.cell_errors == []
+
+
+def test_wrong_answers_fail_exactly_their_tests(toy):
+    answers = {"q1": "def square(x):\n    return x * 3 if x == 3 else x * x + 1\n"}
+    result = grade_submission(toy.zip, toy.notebook("wrong", answers), FAST)
+    q1 = result.questions[0]
+    assert [t.passed for t in q1.tests] == [True, False]
+    assert "AssertionError" in q1.tests[1].message
+    assert result.score == 4.0
+
+
+def test_notebook_bytes_and_path_grade_the_same(toy):
+    path = toy.notebook("bytes")
+    from_bytes = grade_submission(toy.zip, path.read_bytes(), FAST).to_dict()
+    from_path = grade_submission(toy.zip, path, FAST).to_dict()
+    assert from_bytes["score"] == from_path["score"] == 5.0
+    assert from_bytes["submission"] == "<bytes>"
+
+
+def test_student_view_shows_hidden_tests_only_as_counts(toy):
+    answers = {"q1": "def square(x):\n    return 9 if x == 3 else 0\n"}
+    result = grade_submission(toy.zip, toy.notebook("view", answers), FAST)
+    staff, student = result.to_dict(), result.to_dict(student_view=True)
+    assert "q1 - 2" in json.dumps(staff)
+    assert "q1 - 2" not in json.dumps(student) and "square(-4)" not in json.dumps(student)
+    q1 = student["questions"][0]
+    assert (q1["hidden_passed"], q1["hidden_total"], q1["score"]) == (0, 1, 1.0)
+    assert [t["name"] for t in q1["tests"]] == ["q1 - 1"]
+    assert "cell_errors" not in student
+
+
+def test_env_swap_and_restore_detects_a_function_that_skips_the_helper(toy):
+    answers = {
+        "q2": SOLUTION_Q2_HEAD + "def double_all(xs):\n    return [x * 2 for x in xs]\n",
+    }
+    q = scores(toy, "noswap", answers)
+    assert q == {"q1": 2.0, "q2": 2.0}
+
+
+SOLUTION_Q2_HEAD = "total = np.arange(5).sum()\ndef apply_twice(f, x):\n    return f(f(x))\n"
+
+
+def test_monkeypatching_otter_changes_nothing(toy):
+    attack = (
+        "import otter, sys\n"
+        "otter.Notebook.check = lambda *a, **k: None\n"
+        "grader.check = lambda *a, **k: None\n"
+        "sys.modules['otter'] = None\n"
+        "test_square = True\n"
+    )
+    q = scores(toy, "patch", {"q1": "square = None\n"}, extra=[("q1", attack), (None, attack)])
+    assert q == {"q1": 0.0, "q2": 3.0}
+
+
+def test_hidden_tests_and_zip_are_not_visible_in_the_sandbox(toy):
+    search = (
+        "import os\n"
+        "found = []\n"
+        "for d, dirs, files in os.walk('/'):\n"
+        "    if d in ('/proc', '/sys', '/dev', '/usr') or 'site-packages' in d:\n"
+        "        dirs[:] = []\n"
+        "    found += [f for f in files if 'autograder' in f or f in ('q1.py', 'toy.ipynb')]\n"
+        "def square(x):\n"
+        "    return x * x if found else None\n"
+    )
+    result = grade_submission(toy.zip, toy.notebook("snoop", {"q1": search}), FAST)
+    assert result.cell_errors == []
+    assert {q.name: q.score for q in result.questions} == {"q1": 0.0, "q2": 3.0}
+
+
+def test_objects_with_custom_eq_fail(toy):
+    answers = {
+        "q1": (
+            "class Anything:\n    def __eq__(self, other):\n        return True\n"
+            "    __hash__ = object.__hash__\n"
+            "def square(x):\n    return Anything()\n"
+        ),
+        "q2": (
+            "class Int(int):\n    def __eq__(self, other):\n        return True\n"
+            "    __hash__ = int.__hash__\n"
+            "total = Int(3)\n"
+            + SOLUTION_Q2_HEAD.split("\n", 1)[1]
+            + "def double_all(xs):\n    return [apply_twice(lambda v: v * 2, x) // 2 for x in xs]\n"
+        ),
+    }
+    result = grade_submission(toy.zip, toy.notebook("eq", answers), FAST)
+    assert {q.name: q.score for q in result.questions} == {"q1": 0.0, "q2": 2.0}
+    assert "returned an object of type Anything" in result.questions[0].tests[0].message
+
+
+@pytest.mark.parametrize(
+    ("cell", "errors"),
+    [
+        ("while True:\n    pass\n", 1),
+        ("import time\nwhile True:\n    try:\n        time.sleep(100)\n    except BaseException:\n        pass\n", 1),
+        ("import os\nos._exit(3)\n", 1),
+        ("raise SystemExit(1)\n", 1),
+        ("for _ in range(10):\n    print('x' * 10**7)\nimport os\nos.write(1, b'y' * 10**7)\n", 0),
+    ],
+    ids=["busy-loop", "unkillable-sleep", "os-exit", "system-exit", "prints-a-lot"],
+)
+def test_hostile_cells_keep_the_honest_score(toy, cell, errors):
+    result = grade_submission(toy.zip, toy.notebook("hostile", extra=[("q1", cell)]), FAST)
+    assert result.score == 5.0
+    assert len(result.cell_errors) == errors
+    assert sandbox_processes() == []
+
+
+@pytest.mark.parametrize(
+    "square",
+    [
+        "def square(x):\n    while x < 0:\n        pass\n    return x * x\n",
+        "def square(x):\n    if x < 0:\n        import os\n        os._exit(1)\n    return x * x\n",
+    ],
+    ids=["hangs", "exits"],
+)
+def test_misbehaving_function_fails_only_its_test(toy, square):
+    result = grade_submission(toy.zip, toy.notebook("fn", {"q1": square}), FAST)
+    q1 = result.questions[0]
+    assert [t.passed for t in q1.tests] == [True, False]
+    assert "student code" in q1.tests[1].message
+    assert result.score == 4.0
+    assert sandbox_processes() == []
+
+
+def test_checks_are_graded_when_the_notebook_calls_them(toy):
+    # like `otter run`: grader.check("q1") records q1's result at that point; later cells
+    # cannot change it
+    q = scores(toy, "overwrite", extra=[(None, "square = None\n")])
+    assert q == {"q1": 2.0, "q2": 3.0}
+
+
+def test_missing_bwrap_fails_closed(toy, tmp_path):
+    marker = tmp_path / "ran"
+    path = toy.notebook("closed", extra=[(None, f"open({str(marker)!r}, 'w').write('x')\n")])
+    options = GradeOptions(bwrap=str(tmp_path / "no-such-bwrap"))
+    with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
+        grade_submission(toy.zip, path, options)
+    assert not marker.exists()
+
+
+def test_threads_grade_concurrently(toy):
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = [toy.notebook(f"par{i}") for i in range(4)]
+    cwd = os.getcwd()
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda p: grade_submission(toy.zip, p, FAST), paths))
+    assert [r.score for r in results] == [5.0] * 4
+    assert os.getcwd() == cwd, "grading must not change the process-wide working directory"

@@ -1,0 +1,5 @@
+"""A cell that never ends."""
+
+EXPECTED_SCORE = 16
+while True:
+    pass
