@@ -196,6 +196,11 @@ def grade_submission(
     return replace(grade_cells(assignment, cells, options), submission=label)
 
 
+def check_submission(autograder: str | os.PathLike[str], data: bytes, max_bytes: int) -> None:
+    """Raise InvalidSubmission unless `data` is a gradable notebook for this assignment (runs nothing)."""
+    load_cells(data, load_assignment(autograder).name, max_bytes)
+
+
 def _read_capped(path: str | os.PathLike[str], cap: int) -> bytes | None:
     """Read at most cap+1 bytes, so a huge file is rejected without loading it."""
     try:

@@ -35,19 +35,26 @@ class SandboxUnavailable(RuntimeError):
 
 
 class _UidPool:
-    """One uid per live sandbox so RLIMIT_NPROC of one cannot starve another."""
+    """One uid per live sandbox so RLIMIT_NPROC of one cannot starve another.
+
+    Uids are handed out round-robin: a killed sandbox's processes may take a moment to be reaped and
+    still count against its uid's process limit, so the uid it released is the last one reused.
+    """
 
     def __init__(self, size: int = 64) -> None:
         self._size = size
         self._used: set[int] = set()
+        self._next = 0
         self._lock = threading.Lock()
 
     def acquire(self, base: int) -> int:
         with self._lock:
-            for uid in range(base, base + self._size):
-                if uid not in self._used:
-                    self._used.add(uid)
-                    return uid
+            for step in range(self._size):
+                offset = (self._next + step) % self._size
+                if base + offset not in self._used:
+                    self._next = offset + 1
+                    self._used.add(base + offset)
+                    return base + offset
         raise SandboxUnavailable(f"more than {self._size} sandboxes running at once")
 
     def release(self, uid: int) -> None:

@@ -1,0 +1,84 @@
+"""The Decode assignment as an LTI 1.3 tool: launches from Canvas or Moodle, uploads, grading, passback."""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlsplit
+
+from flask import Flask, render_template
+from sqlalchemy import select
+from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from .config import Config
+from .db import Platform
+from .jobs import Queue, build_queue
+from .lti.errors import LaunchError
+from .services import Services
+
+log = logging.getLogger("lti_service")
+MULTIPART_OVERHEAD = 64 * 1024
+
+
+def create_app(config: Config | None = None, services: Services | None = None, queue: Queue | None = None) -> Flask:
+    """The Flask app; config from the environment by default (see Config)."""
+    services = services or Services.from_config(config or Config())
+    config = services.config
+    app = Flask(__name__)
+    app.config.update(
+        SECRET_KEY=config.ensure_secret_key(),
+        MAX_CONTENT_LENGTH=config.max_upload_bytes + MULTIPART_OVERHEAD,
+        SESSION_COOKIE_SAMESITE="None" if config.trust_proxy else "Lax",
+        SESSION_COOKIE_SECURE=config.trust_proxy,
+    )
+    app.extensions["services"] = services
+    app.extensions["queue"] = queue or build_queue(services)
+    if config.trust_proxy:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1, x_port=1, x_prefix=1)
+
+    from .views import lti, pages
+
+    app.register_blueprint(lti.bp)
+    app.register_blueprint(pages.bp)
+    app.register_error_handler(LaunchError, _launch_error)
+    app.register_error_handler(RequestEntityTooLarge, _too_large)
+    app.after_request(_security_headers)
+    return app
+
+
+def _launch_error(error: LaunchError):
+    log.warning(
+        "launch refused",
+        extra={"event": "launch_refused", "code": error.code, "detail": error.detail[:300]},
+    )
+    return render_template("error.html", error=error), error.status
+
+
+def _too_large(_error):
+    from flask import current_app
+
+    limit = current_app.extensions["services"].config.max_upload_bytes
+    return render_template("too_large.html", limit_mb=limit / 1024 / 1024), 413
+
+
+def _security_headers(response):
+    """Frameable only by registered platforms; scripts only from this tool."""
+    from flask import current_app
+
+    services: Services = current_app.extensions["services"]
+    with services.db.session() as session:
+        urls = session.execute(select(Platform.issuer, Platform.auth_login_url)).all()
+    origins = sorted({_origin(url) for row in urls for url in row if _origin(url)})
+    response.headers["Content-Security-Policy"] = (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "form-action *; base-uri 'none'; object-src 'none'; "
+        f"frame-ancestors 'self' {' '.join(origins)}".strip()
+    )
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url or "")
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else ""

@@ -1,0 +1,136 @@
+"""`python -m lti_service ...`: serve, worker, platform add/list/remove, keys rotate/list/remove, db upgrade."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import threading
+from collections.abc import Sequence
+
+from .config import Config
+from .logs import configure_logging
+from .platforms import add_platform, list_platforms, remove_platform
+from .services import Services
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m lti_service", description="The Decode LTI 1.3 tool.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the web app (waitress) and, unless --no-worker, a grading worker")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=5000)
+    serve.add_argument("--threads", type=int, default=8, help="web request threads")
+    serve.add_argument("--workers", type=int, default=2, help="grading worker threads in this process")
+    serve.add_argument("--no-worker", action="store_true", help="web only (workers run elsewhere)")
+    worker = sub.add_parser("worker", help="run a grading and passback worker only")
+    worker.add_argument("--workers", type=int, default=2, help="worker threads")
+
+    platform = sub.add_parser("platform", help="manage registered platforms").add_subparsers(
+        dest="action", required=True
+    )
+    add = platform.add_parser("add", help="register a platform (or add a deployment to one)")
+    add.add_argument("--issuer", required=True)
+    add.add_argument("--client-id", required=True)
+    add.add_argument("--deployment-id", action="append", required=True, help="repeat for several deployments")
+    add.add_argument("--auth-url", required=True, help="the platform's OIDC authorization endpoint")
+    add.add_argument("--token-url", required=True, help="the platform's OAuth2 token endpoint")
+    add.add_argument("--jwks-url", required=True, help="the platform's public keyset URL")
+    add.add_argument("--name", default="")
+    platform.add_parser("list", help="list registered platforms")
+    remove = platform.add_parser("remove", help="remove a platform by its id (see list)")
+    remove.add_argument("id", type=int)
+
+    keys = sub.add_parser("keys", help="manage the tool's signing keys").add_subparsers(dest="action", required=True)
+    keys.add_parser("rotate", help="add a new signing key (the previous stays in the JWKS until removed)")
+    keys.add_parser("list", help="list keys, newest last (the newest signs)")
+    remove_key = keys.add_parser("remove", help="remove a key from the JWKS")
+    remove_key.add_argument("kid")
+
+    db = sub.add_parser("db", help="database schema").add_subparsers(dest="action", required=True)
+    db.add_parser("upgrade", help="apply schema migrations (serve and worker also do this at start)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    configure_logging()
+    config = Config()
+    services = Services.from_config(config)
+    if args.command == "serve":
+        return serve(services, args)
+    if args.command == "worker":
+        return run_worker(services, args.workers)
+    if args.command == "platform":
+        return manage_platforms(services, args)
+    if args.command == "keys":
+        return manage_keys(services, args)
+    print(f"database at {config.sqlalchemy_url.split('@')[-1]} is up to date")
+    return 0
+
+
+def serve(services: Services, args: argparse.Namespace) -> int:
+    """The web app in a waitress thread; the main thread runs the worker (it owns Ctrl-C and SIGTERM)."""
+    from waitress.server import create_server
+
+    from . import create_app
+
+    app = create_app(services=services)
+    server = create_server(
+        app, host=args.host, port=args.port, threads=args.threads, clear_untrusted_proxy_headers=False
+    )
+    web = threading.Thread(target=server.run, name="web", daemon=True)
+    web.start()
+    logging.getLogger("lti_service").info("serving on http://%s:%s", args.host, args.port)
+    print(f"LTI tool on http://{args.host}:{args.port}  (login /lti/login, launch /lti/launch, JWKS /lti/jwks.json)")
+    sys.stdout.flush()
+    try:
+        if args.no_worker:
+            threading.Event().wait()
+        else:
+            app.extensions["queue"].consumer(args.workers).run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    return 0
+
+
+def run_worker(services: Services, workers: int) -> int:
+    from .jobs import build_queue
+
+    build_queue(services).consumer(workers).run()
+    return 0
+
+
+def manage_platforms(services: Services, args: argparse.Namespace) -> int:
+    if args.action == "add":
+        platform = add_platform(
+            services.db, args.issuer, args.client_id, args.deployment_id, args.auth_url, args.token_url,
+            args.jwks_url, args.name,
+        )  # fmt: skip
+        deployments = ", ".join(platform.deployment_ids)
+        print(f"platform {platform.id}: {platform.issuer} client {platform.client_id} deployments {deployments}")
+    elif args.action == "list":
+        for p in list_platforms(services.db):
+            print(f"{p.id}\t{p.issuer}\tclient={p.client_id}\tdeployments={','.join(p.deployment_ids)}\t{p.name}")
+    elif not remove_platform(services.db, args.id):
+        print(f"no platform with id {args.id}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def manage_keys(services: Services, args: argparse.Namespace) -> int:
+    store = services.keys
+    if args.action == "rotate":
+        print(f"new signing key {store.rotate().kid}")
+    elif args.action == "list":
+        for key in store.keys():
+            print(key.kid)
+    else:
+        try:
+            store.remove(args.kid)
+        except (KeyError, ValueError) as error:
+            print(f"cannot remove {args.kid}: {error}", file=sys.stderr)
+            return 1
+    return 0

@@ -1,0 +1,85 @@
+"""Settings from environment variables, with defaults that run everything embedded in ./var."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything an operator can set; each field names its environment variable."""
+
+    data_dir: Path = field(default_factory=lambda: Path(_env("DATA_DIR", str(ROOT / "var"))))
+    """DATA_DIR: the SQLite database, the embedded queue, the secret key (default ./var)"""
+    database_url: str = field(default_factory=lambda: _env("DATABASE_URL", ""))
+    """DATABASE_URL: postgresql://... for scale-out; default sqlite in DATA_DIR"""
+    keys_dir_setting: str = field(default_factory=lambda: _env("KEYS_DIR", ""))
+    """KEYS_DIR: the tool's private keys, mode 0600 (default DATA_DIR/keys; share it between machines)"""
+    queue_url: str = field(default_factory=lambda: _env("QUEUE_URL", ""))
+    """QUEUE_URL: redis://... for scale-out; default Huey's SQLite storage in DATA_DIR"""
+    autograder_zip: Path = field(
+        default_factory=lambda: Path(_env("AUTOGRADER_ZIP", str(ROOT / "dist/autograder/decode-autograder.zip")))
+    )
+    """AUTOGRADER_ZIP: the zip from `make assignment` (holds hidden tests: never served)"""
+    student_notebook: Path = field(
+        default_factory=lambda: Path(_env("STUDENT_NOTEBOOK", str(ROOT / "dist/student/decode.ipynb")))
+    )
+    """STUDENT_NOTEBOOK: the notebook students download"""
+    assignment_title: str = field(default_factory=lambda: _env("ASSIGNMENT_TITLE", "Decode: one token at a time"))
+    """ASSIGNMENT_TITLE: shown to students and used as the gradebook column label"""
+    max_upload_bytes: int = field(default_factory=lambda: int(_env("MAX_UPLOAD_BYTES", str(5 * 1024 * 1024))))
+    """MAX_UPLOAD_BYTES: larger uploads get 413 (default 5 MB)"""
+    score_policy: str = field(default_factory=lambda: _env("SCORE_POLICY", "best"))
+    """SCORE_POLICY: "best" (a worse later attempt never lowers the gradebook) or "latest\""""
+    trust_proxy: bool = field(default_factory=lambda: _env("TRUST_PROXY", "0") == "1")
+    """TRUST_PROXY=1: trust X-Forwarded-* from one reverse proxy that terminates TLS"""
+    secret_key: str = field(default_factory=lambda: _env("SECRET_KEY", ""))
+    """SECRET_KEY: signs CSRF tokens; default a random key kept in DATA_DIR/secret_key"""
+    http_timeout: float = field(default_factory=lambda: float(_env("HTTP_TIMEOUT", "10")))
+    """HTTP_TIMEOUT: seconds for every request to a platform (JWKS, tokens, scores, registration)"""
+    clock_skew: int = field(default_factory=lambda: int(_env("CLOCK_SKEW", "60")))
+    """CLOCK_SKEW: seconds of platform clock drift tolerated in id_tokens"""
+    grading_deadline: int = field(default_factory=lambda: int(_env("GRADING_DEADLINE", "300")))
+    """GRADING_DEADLINE: seconds after which a grading job whose worker vanished is queued again"""
+    passback_max_tries: int = field(default_factory=lambda: int(_env("PASSBACK_MAX_TRIES", "8")))
+    """PASSBACK_MAX_TRIES: attempts to send a score before it is marked failed"""
+    passback_backoff: float = field(default_factory=lambda: float(_env("PASSBACK_BACKOFF", "2")))
+    """PASSBACK_BACKOFF: seconds before the first retry; doubles each time, capped at 1 hour"""
+    sweep_interval: int = field(default_factory=lambda: int(_env("SWEEP_INTERVAL", "30")))
+    """SWEEP_INTERVAL: seconds between sweeps for lost grading jobs and due passbacks"""
+
+    def __post_init__(self) -> None:
+        if self.score_policy not in ("best", "latest"):
+            raise ValueError(f"SCORE_POLICY must be 'best' or 'latest', not {self.score_policy!r}")
+
+    @property
+    def keys_dir(self) -> Path:
+        return Path(self.keys_dir_setting) if self.keys_dir_setting else self.data_dir / "keys"
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        url = self.database_url or f"sqlite:///{self.data_dir / 'decode-grader.db'}"
+        return url.replace("postgresql://", "postgresql+psycopg://", 1) if url.startswith("postgresql://") else url
+
+    def ensure_secret_key(self) -> str:
+        """SECRET_KEY, or a random key created once and kept (mode 0600) in the data directory."""
+        if self.secret_key:
+            return self.secret_key
+        path = self.data_dir / "secret_key"
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # created earlier, or just now by another process
+            return path.read_text().strip()
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(48))
+        return path.read_text().strip()

@@ -1,0 +1,153 @@
+"""The database: every durable fact (platforms, launches, attempts, the passback outbox).
+
+SQLite in the data directory by default, PostgreSQL with DATABASE_URL; the same models serve both.
+The database owns job state, so any worker on any machine can pick up any job.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Platform(Base):
+    """An LMS registration: one issuer and client id, with the deployments allowed to launch."""
+
+    __tablename__ = "platforms"
+    __table_args__ = (UniqueConstraint("issuer", "client_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(400))
+    client_id: Mapped[str] = mapped_column(String(400))
+    deployment_ids: Mapped[list] = mapped_column(JSON, default=list)
+    auth_login_url: Mapped[str] = mapped_column(String(1000))
+    auth_token_url: Mapped[str] = mapped_column(String(1000))
+    key_set_url: Mapped[str] = mapped_column(String(1000))
+    name: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class KeyValue(Base):
+    """Short-lived LTI state (OIDC state parameters, nonces) with an expiry, kept server-side."""
+
+    __tablename__ = "lti_state"
+    key: Mapped[str] = mapped_column(String(300), primary_key=True)
+    value: Mapped[dict | list | str | bool | None] = mapped_column(JSON, nullable=True)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)
+
+
+class Launch(Base):
+    """A validated launch. Its random id is the capability the browser carries in URLs."""
+
+    __tablename__ = "launches"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    deployment_id: Mapped[str] = mapped_column(String(400))
+    message_type: Mapped[str] = mapped_column(String(100))
+    context_id: Mapped[str] = mapped_column(String(400), default="")
+    resource_link_id: Mapped[str] = mapped_column(String(400), default="")
+    user_id: Mapped[str] = mapped_column(String(400))
+    user_name: Mapped[str] = mapped_column(String(400), default="")
+    roles: Mapped[list] = mapped_column(JSON, default=list)
+    claims: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)
+
+
+class Attempt(Base):
+    """One submitted notebook and its grading job; status is queued, grading, graded or failed."""
+
+    __tablename__ = "attempts"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id", "user_id", "sha256"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    context_id: Mapped[str] = mapped_column(String(400))
+    resource_link_id: Mapped[str] = mapped_column(String(400))
+    user_id: Mapped[str] = mapped_column(String(400), index=True)
+    lineitem_url: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    filename: Mapped[str] = mapped_column(String(300))
+    notebook: Mapped[bytes] = mapped_column(LargeBinary)
+    sha256: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    deadline: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    max_score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    result: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    """the grader's staff view (hidden tests included): never shown to a student"""
+    feedback: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    """the grader's student view (hidden tests as counts only)"""
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    graded_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class Passback(Base):
+    """The outbox row for one user's grade on one line item; sent, retried with backoff, or failed."""
+
+    __tablename__ = "passbacks"
+    __table_args__ = (UniqueConstraint("platform_id", "lineitem_url", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    context_id: Mapped[str] = mapped_column(String(400))
+    resource_link_id: Mapped[str] = mapped_column(String(400))
+    lineitem_url: Mapped[str] = mapped_column(String(1000))
+    user_id: Mapped[str] = mapped_column(String(400))
+    status: Mapped[str] = mapped_column(String(20), default="pending", index=True)
+    """pending (to send or retry), sent, or failed (gave up after the maximum tries)"""
+    tries: Mapped[int] = mapped_column(Integer, default=0)
+    next_try_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow, index=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    sent_score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_timestamp: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    """the timestamp of the last score sent; the next one must be later (Moodle answers 409 otherwise)"""
+    sent_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class Database:
+    """An engine and a session factory for one DATABASE_URL."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine: Engine = create_engine(url, pool_pre_ping=True)
+        if url.startswith("sqlite"):
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A transaction: committed when the block ends normally, rolled back otherwise."""
+        with self._sessions() as session, session.begin():
+            yield session
+
+
+def _sqlite_pragmas(connection, _record) -> None:
+    """WAL lets the web process read while a worker writes; foreign keys as on PostgreSQL."""
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()

@@ -1,0 +1,104 @@
+"""Grading jobs. The attempts table owns their state, so running a job twice is harmless.
+
+queued -> grading (claimed with a deadline) -> graded | failed. A job whose worker vanished (deadline
+passed) is queued again by the sweep.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+
+from sqlalchemy import or_, select, update
+
+from autograder import GradeOptions, SandboxUnavailable, grade_submission
+
+from .db import Attempt, utcnow
+from .services import Services
+
+
+def create_attempt(services: Services, launch, filename: str, data: bytes) -> tuple[Attempt, bool]:
+    """Store an upload durably; the same notebook sent twice (a double click) makes one attempt.
+
+    Returns the attempt and whether it is new (only a new attempt needs a grading job).
+    """
+    digest = hashlib.sha256(data).hexdigest()
+    key = dict(
+        platform_id=launch.platform_id,
+        context_id=launch.context_id,
+        resource_link_id=launch.resource_link_id,
+        user_id=launch.user_id,
+    )
+    with services.db.session() as session:
+        existing = session.scalars(select(Attempt).filter_by(**key, sha256=digest)).first()
+        if existing is not None:
+            return existing, False
+        ags = launch.claims.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint", {})
+        attempt = Attempt(
+            **key, filename=filename[:300], notebook=data, sha256=digest, lineitem_url=ags.get("lineitem")
+        )
+        session.add(attempt)
+    return attempt, True
+
+
+def claim(services: Services, attempt_id: int) -> bool:
+    """Mark the attempt as being graded by this worker, unless another worker holds it."""
+    now = utcnow()
+    deadline = now + dt.timedelta(seconds=services.config.grading_deadline)
+    with services.db.session() as session:
+        claimed = session.execute(
+            update(Attempt)
+            .where(
+                Attempt.id == attempt_id,
+                or_(Attempt.status == "queued", (Attempt.status == "grading") & (Attempt.deadline < now)),
+            )
+            .values(status="grading", deadline=deadline)
+        )
+        return claimed.rowcount == 1
+
+
+def grade_attempt(services: Services, attempt_id: int) -> Attempt | None:
+    """Grade one attempt if it still needs grading (None when another worker has it or it is done)."""
+    if not claim(services, attempt_id):
+        return None
+    with services.db.session() as session:
+        attempt = session.get(Attempt, attempt_id)
+        data = attempt.notebook
+    try:
+        result = grade_submission(services.config.autograder_zip, data, GradeOptions(), label=attempt.filename)
+    except SandboxUnavailable as error:
+        return _finish(services, attempt_id, status="failed", error=f"the grader is not available: {error}")
+    if result.error:
+        return _finish(services, attempt_id, status="failed", error=result.error)
+    return _finish(
+        services,
+        attempt_id,
+        status="graded",
+        score=result.score,
+        max_score=result.max_score,
+        result=result.to_dict(),
+        feedback=result.to_dict(student_view=True),
+    )
+
+
+def _finish(services: Services, attempt_id: int, **values) -> Attempt:
+    with services.db.session() as session:
+        attempt = session.get(Attempt, attempt_id)
+        for name, value in values.items():
+            setattr(attempt, name, value)
+        attempt.graded_at, attempt.deadline = utcnow(), None
+    return attempt
+
+
+def stale_attempts(services: Services, queued_for: dt.timedelta) -> list[int]:
+    """Attempts whose job may be lost: queued for a while, or grading past their deadline."""
+    now = utcnow()
+    with services.db.session() as session:
+        return list(
+            session.scalars(
+                select(Attempt.id).where(
+                    ((Attempt.status == "queued") & (Attempt.created_at < now - queued_for))
+                    | ((Attempt.status == "grading") & (Attempt.deadline < now))
+                )
+            )
+        )

@@ -1,0 +1,108 @@
+"""Every way a launch can be refused: what failed, for the user, and what an administrator should check."""
+
+from __future__ import annotations
+
+# code: (HTTP status, what failed, what an administrator should check)
+REASONS: dict[str, tuple[int, str, str]] = {
+    "missing_state": (
+        400,
+        "The launch arrived without its login state.",
+        "The platform must POST both id_token and state to the tool's launch URL after the OIDC login.",
+    ),
+    "state_mismatch": (
+        400,
+        "The launch does not belong to the login that this browser started.",
+        "Start the launch again from the course; if it persists, check that the tool's URL is the same "
+        "in the login and redirect URLs registered on the platform.",
+    ),
+    "replayed_nonce": (
+        400,
+        "This launch message was already used (or its nonce is unknown).",
+        "Launch messages are single-use. Launch again from the course. Repeated failures can mean a "
+        "proxy or browser re-sending the form.",
+    ),
+    "unknown_issuer": (
+        400,
+        "This platform (issuer and client id) is not registered with the tool.",
+        "Register the platform: `python -m lti_service platform add ...` or LTI Dynamic Registration.",
+    ),
+    "unknown_deployment": (
+        400,
+        "This deployment of the tool is not registered.",
+        "Add the deployment id shown by the platform: `python -m lti_service platform add ... "
+        "--deployment-id ID` for the same issuer and client id.",
+    ),
+    "unknown_kid": (
+        400,
+        "The launch was signed with a key the platform does not publish.",
+        "Check the platform's JWKS URL registered with the tool and that the platform's keys are current.",
+    ),
+    "jwks_unreachable": (
+        502,
+        "The platform's public keys could not be fetched.",
+        "Check that the tool can reach the platform's JWKS URL (network, TLS, URL registered with the tool).",
+    ),
+    "bad_signature": (
+        400,
+        "The launch message's signature is not valid.",
+        "The message was altered or signed with another key. Check the platform's JWKS URL.",
+    ),
+    "wrong_audience": (
+        400,
+        "The launch message is addressed to another tool (audience does not match the client id).",
+        "Check the client id registered with the tool against the one the platform shows.",
+    ),
+    "expired": (
+        400,
+        "The launch message has expired.",
+        "Launch again. If it keeps happening, check the clocks of the platform and tool servers (NTP).",
+    ),
+    "not_yet_valid": (
+        400,
+        "The launch message is dated in the future.",
+        "The platform's and tool's clocks differ by more than the tolerated skew (CLOCK_SKEW); check NTP.",
+    ),
+    "bad_message": (
+        400,
+        "The launch message is malformed or not an LTI 1.3 message this tool accepts.",
+        "Check that the placement sends an LtiResourceLinkRequest or LtiDeepLinkingRequest (LTI 1.3).",
+    ),
+    "login_invalid": (
+        400,
+        "The login request from the platform is incomplete or from an unknown platform.",
+        "The OIDC login needs iss, login_hint and target_link_uri (and client_id when an issuer has "
+        "several registrations) from a registered platform.",
+    ),
+}
+
+# pylti1p3's messages (checked in its source) for the checks this tool leaves to it.
+PYLTI1P3_MESSAGES = {
+    "Registration not found": "unknown_issuer",
+    "Client id not registered": "unknown_issuer",
+    "Unable to find deployment": "unknown_deployment",
+    "Invalid id_token": "bad_message",
+    "Invalid JWT format": "bad_message",
+    "message type": "bad_message",
+    "validation failed": "bad_message",
+    "Validator conflict": "bad_message",
+    "Could not find issuer": "login_invalid",
+    "Could not find login hint": "login_invalid",
+    "Could not find registration": "unknown_issuer",
+}
+
+
+class LaunchError(Exception):
+    """A refused launch or login; rendered as a 4xx page and a structured log line."""
+
+    def __init__(self, code: str, detail: str = "") -> None:
+        self.code, self.detail = code, detail
+        self.status, self.what, self.admin_hint = REASONS[code]
+        super().__init__(f"{code}: {self.what}")
+
+    @classmethod
+    def from_pylti1p3(cls, error: Exception) -> LaunchError:
+        message = str(error)
+        for fragment, code in PYLTI1P3_MESSAGES.items():
+            if fragment in message:
+                return cls(code, message)
+        return cls("bad_message", message)

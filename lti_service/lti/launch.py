@@ -1,0 +1,181 @@
+"""Validating an LTI 1.3 launch with pylti1p3, with its known defects fixed in one place.
+
+- A replayed id_token is rejected: the nonce is consumed atomically (once, after the signature checks).
+- The audience must contain our client id (pylti1p3 only compares aud[0]); several audiences need azp.
+- Up to CLOCK_SKEW seconds of platform clock drift is tolerated (pylti1p3 has no leeway).
+- Platform keys are cached per JWKS URL and refetched once (rate-limited) on an unknown kid, so a
+  platform's key rotation works without a JWKS request on every launch. Every request has a timeout.
+- No state cookie at all means the browser blocked cookies in the LMS iframe: CookiesBlocked lets the
+  view offer a new-window launch instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+
+import jwt
+import requests
+from flask import request
+from jwcrypto.jwk import JWK
+from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskRequest
+from pylti1p3.exception import LtiException
+
+from .errors import LaunchError
+from .storage import DatabaseLaunchDataStorage
+from .tool_conf import DatabaseToolConf
+
+JWKS_TTL = 3600
+JWKS_REFETCH_MIN_INTERVAL = 10
+
+
+class CookiesBlocked(Exception):
+    """The launch came back without our state cookie: third-party cookies are blocked in the iframe."""
+
+    def __init__(self, login_params: dict | None) -> None:
+        super().__init__("state cookie missing")
+        self.login_params = login_params or {}
+
+
+class JwksCache:
+    """Platform public keys by JWKS URL, shared by all launches of the process."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._sets: dict[str, tuple[float, dict]] = {}
+
+    def key(self, url: str, kid: str, alg: str) -> str:
+        """The PEM public key for kid, or LaunchError when the platform does not publish it."""
+        with self._lock:
+            fetched_at, keyset = self._sets.get(url, (0.0, {"keys": []}))
+            age = time.monotonic() - fetched_at
+            if age > JWKS_TTL or (_find(keyset, kid, alg) is None and age > JWKS_REFETCH_MIN_INTERVAL):
+                keyset = self._fetch(url)
+                self._sets[url] = (time.monotonic(), keyset)
+        jwk = _find(keyset, kid, alg)
+        if jwk is None:
+            raise LaunchError("unknown_kid")
+        return JWK.from_json(json.dumps(jwk)).export_to_pem().decode()
+
+    def _fetch(self, url: str) -> dict:
+        try:
+            response = requests.get(url, timeout=self.timeout)
+            response.raise_for_status()
+            keyset = response.json()
+        except (requests.RequestException, ValueError) as error:
+            raise LaunchError("jwks_unreachable", detail=str(error)) from None
+        if not isinstance(keyset, dict) or not isinstance(keyset.get("keys"), list):
+            raise LaunchError("jwks_unreachable", detail="the JWKS has no 'keys' list")
+        return keyset
+
+
+def _find(keyset: dict, kid: str, alg: str) -> dict | None:
+    for jwk in keyset.get("keys", []):
+        if isinstance(jwk, dict) and jwk.get("kid") == kid and jwk.get("alg", "RS256") == alg:
+            return jwk
+    return None
+
+
+class ToolMessageLaunch(FlaskMessageLaunch):
+    def __init__(
+        self,
+        tool_conf: DatabaseToolConf,
+        storage: DatabaseLaunchDataStorage,
+        jwks: JwksCache,
+        clock_skew: int,
+    ) -> None:
+        super().__init__(FlaskRequest(), tool_conf, launch_data_storage=storage)
+        self._storage, self._jwks, self._clock_skew = storage, jwks, clock_skew
+
+    def validate(self) -> ToolMessageLaunch:
+        """pylti1p3's checks in a safer order: the nonce is consumed only once the token is authentic."""
+        self._validated = True
+        try:
+            self.validate_state()
+            self.validate_jwt_format()
+            self.validate_registration()
+            self.validate_jwt_signature()
+            self.validate_nonce()
+            self.validate_deployment()
+            self.validate_message()
+        except LtiException as error:
+            self._validated = False
+            raise LaunchError.from_pylti1p3(error) from None
+        except Exception:
+            self._validated = False
+            raise
+        return self
+
+    def validate_state(self) -> ToolMessageLaunch:
+        state = self._get_request_param("state")
+        if not state:
+            raise LaunchError("missing_state")
+        cookie = self._cookie_service.get_cookie(state)
+        if cookie is None and not any(name.startswith("lti1p3-state-") for name in request.cookies):
+            raise CookiesBlocked(self._session_service.get_state_params(state))
+        if cookie != state:
+            raise LaunchError("state_mismatch")
+        return self
+
+    def get_client_id(self) -> str:
+        """The authorized party when the token names several audiences (pylti1p3 takes aud[0])."""
+        body = self._get_jwt_body()
+        aud = body.get("aud")
+        return body.get("azp") or (aud[0] if isinstance(aud, list) and aud else aud)
+
+    def validate_nonce(self) -> ToolMessageLaunch:
+        nonce = self._get_jwt_body().get("nonce")
+        if not nonce or not self._storage.consume(f"lti1p3-nonce-{nonce}"):
+            raise LaunchError("replayed_nonce")
+        return self
+
+    def get_public_key(self) -> tuple[str, str]:
+        header = self._jwt.get("header", {})
+        kid, alg = header.get("kid"), header.get("alg")
+        if not kid or alg != "RS256":
+            raise LaunchError("unknown_kid")
+        return self._jwks.key(self._registration.get_key_set_url(), kid, alg), alg
+
+    def validate_jwt_signature(self) -> ToolMessageLaunch:
+        public_key, alg = self.get_public_key()
+        client_id = self._registration.get_client_id()
+        try:
+            body = jwt.decode(
+                self._get_id_token(),
+                public_key,
+                algorithms=[alg],
+                audience=client_id,
+                leeway=self._clock_skew,
+                options={"require": ["exp", "iat", "aud", "iss", "sub"]},
+            )
+        except jwt.ExpiredSignatureError:
+            raise LaunchError("expired") from None
+        except jwt.ImmatureSignatureError:
+            raise LaunchError("not_yet_valid") from None
+        except jwt.InvalidAudienceError:
+            raise LaunchError("wrong_audience") from None
+        except jwt.InvalidTokenError as error:
+            raise LaunchError("bad_signature", detail=str(error)) from None
+        audiences = body["aud"] if isinstance(body["aud"], list) else [body["aud"]]
+        if len(audiences) > 1 and body.get("azp") != client_id:
+            raise LaunchError("wrong_audience")
+        return self
+
+
+@dataclass(frozen=True)
+class LaunchServices:
+    """What a launch needs from the application, built once per app."""
+
+    tool_conf: DatabaseToolConf
+    storage: DatabaseLaunchDataStorage
+    jwks: JwksCache
+    clock_skew: int
+
+    def validated_claims(self) -> dict:
+        """Validate the launch in the current Flask request; its claims, or LaunchError/CookiesBlocked."""
+        launch = ToolMessageLaunch(self.tool_conf, self.storage, self.jwks, self.clock_skew)
+        launch.validate()
+        return launch.get_launch_data()

@@ -1,0 +1,68 @@
+"""pylti1p3 tool configuration read from the platforms table.
+
+Only launch validation uses it; signing (AGS client assertions, deep-linking responses) is ours, with
+the keys of keys.py.
+"""
+
+from __future__ import annotations
+
+from pylti1p3.deployment import Deployment
+from pylti1p3.registration import Registration
+from pylti1p3.tool_config.abstract import ToolConfAbstract
+from sqlalchemy import select
+
+from ..db import Database, Platform
+
+
+class DatabaseToolConf(ToolConfAbstract):
+    """Many platforms, many client ids per issuer.
+
+    pylti1p3 keeps `issuers_relation_types` in a class-level dict shared by every instance (one
+    configuration object could break another's); each instance here gets its own.
+    """
+
+    def __init__(self, db: Database) -> None:
+        super().__init__()
+        self.issuers_relation_types = {}
+        self.db = db
+
+    def platform(self, iss: str, client_id: str | None) -> Platform | None:
+        with self.db.session() as session:
+            query = select(Platform).where(Platform.issuer == iss)
+            if client_id:
+                query = query.where(Platform.client_id == client_id)
+            rows = session.scalars(query).all()
+        return rows[0] if len(rows) == 1 else None
+
+    def check_iss_has_one_client(self, iss: str) -> bool:
+        return False
+
+    def check_iss_has_many_clients(self, iss: str) -> bool:
+        return True
+
+    def find_registration_by_issuer(self, iss: str, *args, **kwargs) -> Registration | None:
+        return self.find_registration_by_params(iss, None)
+
+    def find_registration_by_params(self, iss: str, client_id: str | None, *args, **kwargs) -> Registration | None:
+        platform = self.platform(iss, client_id)
+        if platform is None:
+            return None
+        return (
+            Registration()
+            .set_issuer(platform.issuer)
+            .set_client_id(platform.client_id)
+            .set_auth_login_url(platform.auth_login_url)
+            .set_auth_token_url(platform.auth_token_url)
+            .set_key_set_url(platform.key_set_url)
+        )
+
+    def find_deployment(self, iss: str, deployment_id: str) -> Deployment | None:
+        return self.find_deployment_by_params(iss, deployment_id, None)
+
+    def find_deployment_by_params(
+        self, iss: str, deployment_id: str, client_id: str | None, *args, **kwargs
+    ) -> Deployment | None:
+        platform = self.platform(iss, client_id)
+        if platform is None or deployment_id not in (platform.deployment_ids or []):
+            return None
+        return Deployment().set_deployment_id(deployment_id)

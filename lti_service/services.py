@@ -1,0 +1,36 @@
+"""Everything the web app and the workers share, built once per process from the Config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .ags import AgsClient
+from .config import Config
+from .db import Database
+from .keys import KeyStore
+from .lti.launch import JwksCache, LaunchServices
+from .lti.storage import DatabaseLaunchDataStorage
+from .lti.tool_conf import DatabaseToolConf
+from .migrate import upgrade
+
+
+@dataclass
+class Services:
+    config: Config
+    db: Database
+    keys: KeyStore
+    ags: AgsClient
+    launches: LaunchServices
+
+    @classmethod
+    def from_config(cls, config: Config, migrate: bool = True) -> Services:
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        if migrate:
+            upgrade(config.sqlalchemy_url)
+        db = Database(config.sqlalchemy_url)
+        keys = KeyStore(config.keys_dir)
+        keys.signing_key()  # generated on first start
+        launches = LaunchServices(
+            DatabaseToolConf(db), DatabaseLaunchDataStorage(db), JwksCache(config.http_timeout), config.clock_skew
+        )
+        return cls(config, db, keys, AgsClient(keys, config.http_timeout), launches)

@@ -1,0 +1,191 @@
+"""What people see after a launch. The launch id in the URL is the capability: every query is scoped
+to that launch's platform, context, resource link and user."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+
+from flask import Blueprint, abort, current_app, redirect, render_template, request, send_file, url_for
+from sqlalchemy import select
+
+from autograder import InvalidSubmission, check_submission
+
+from ..db import Attempt, Launch, Passback, Platform, utcnow
+from ..grading import create_attempt
+from ..lti.deep_linking import presentation_target, resource_link_item, response_jwt
+from . import queue, services
+
+bp = Blueprint("pages", __name__, url_prefix="/a")
+LTI = "https://purl.imsglobal.org/spec/lti/claim/"
+DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
+STAFF_ROLES = ("#Instructor", "#TeachingAssistant", "#Administrator", "#ContentDeveloper")
+PASSBACK_LABELS = {"sent": "sent to the gradebook", "pending": "pending", "failed": "failed"}
+
+
+def current_launch(launch_id: str) -> Launch:
+    with services().db.session() as session:
+        launch = session.get(Launch, launch_id)
+    if launch is None or launch.expires_at < utcnow():
+        abort(404, "This page has expired. Open the assignment again from your course.")
+    return launch
+
+
+def csrf_token(launch: Launch) -> str:
+    return hmac.new(current_app.config["SECRET_KEY"].encode(), launch.id.encode(), hashlib.sha256).hexdigest()
+
+
+def check_csrf(launch: Launch) -> None:
+    if not hmac.compare_digest(request.form.get("csrf_token", ""), csrf_token(launch)):
+        abort(400, "The form was not sent from this page (CSRF check failed). Reload the page and try again.")
+
+
+def is_staff(launch: Launch) -> bool:
+    return any(role.endswith(STAFF_ROLES) for role in launch.roles)
+
+
+def assignment_points() -> float:
+    from autograder import load_assignment
+
+    return float(sum(tf.possible for tf in load_assignment(services().config.autograder_zip).parse_tests()))
+
+
+@bp.get("/<launch_id>")
+def assignment(launch_id: str):
+    return assignment_page(current_launch(launch_id))
+
+
+def assignment_page(launch: Launch, error: str | None = None) -> str:
+    return render_template(
+        "assignment.html",
+        launch=launch,
+        title=services().config.assignment_title,
+        points=assignment_points(),
+        due_at=launch.claims.get(LTI + "custom", {}).get("due_at"),
+        attempts=attempt_rows(launch),
+        csrf_token=csrf_token(launch),
+        max_mb=services().config.max_upload_bytes / 1024 / 1024,
+        staff=is_staff(launch),
+        error=error,
+    )
+
+
+@bp.post("/<launch_id>/upload")
+def upload(launch_id: str):
+    launch = current_launch(launch_id)
+    check_csrf(launch)
+    if launch.message_type != "LtiResourceLinkRequest":
+        abort(400, "Uploads belong to an assignment launch.")
+    file = request.files.get("notebook")
+    if file is None or not file.filename:
+        return _back_with_error(launch, "Choose your .ipynb notebook file first.")
+    data = file.read(services().config.max_upload_bytes + 1)
+    try:
+        check_submission(services().config.autograder_zip, data, services().config.max_upload_bytes)
+    except InvalidSubmission as error:
+        return _back_with_error(launch, f"Your file was not accepted: {error}. Nothing was saved.")
+    attempt, new = create_attempt(services(), launch, file.filename, data)
+    if new:
+        queue().grade(attempt.id)
+    return redirect(url_for("pages.assignment", launch_id=launch.id) + f"#attempt-{attempt.id}", 303)
+
+
+def _back_with_error(launch: Launch, message: str):
+    return assignment_page(launch, message), 400
+
+
+@bp.get("/<launch_id>/attempts.json")
+def attempts_json(launch_id: str):
+    """The page polls this to show status changes live."""
+    return {"attempts": attempt_rows(current_launch(launch_id))}
+
+
+def attempt_rows(launch: Launch) -> list[dict]:
+    """This user's attempts on this resource link, newest first, in the student view."""
+    with services().db.session() as session:
+        attempts = session.scalars(
+            select(Attempt)
+            .filter_by(
+                platform_id=launch.platform_id,
+                context_id=launch.context_id,
+                resource_link_id=launch.resource_link_id,
+                user_id=launch.user_id,
+            )
+            .order_by(Attempt.id.desc())
+        ).all()
+        passbacks = {
+            row.lineitem_url: row
+            for row in session.scalars(
+                select(Passback).filter_by(platform_id=launch.platform_id, user_id=launch.user_id)
+            )
+        }
+    rows = []
+    for number, attempt in zip(range(len(attempts), 0, -1), attempts, strict=True):
+        passback = passbacks.get(attempt.lineitem_url)
+        rows.append(
+            {
+                "id": attempt.id,
+                "number": number,
+                "filename": attempt.filename,
+                "submitted": attempt.created_at.strftime("%Y-%m-%d %H:%M UTC"),
+                "status": attempt.status,
+                "score": attempt.score,
+                "max_score": attempt.max_score,
+                "error": attempt.error,
+                "questions": (attempt.feedback or {}).get("questions", []),
+                "gradebook": _gradebook_status(attempt, passback),
+            }
+        )
+    return rows
+
+
+def _gradebook_status(attempt: Attempt, passback: Passback | None) -> str:
+    if attempt.status != "graded":
+        return ""
+    if not attempt.lineitem_url:
+        return "no gradebook column for this link"
+    if passback is None or passback.status == "pending":
+        return "pending" if passback is None or passback.tries == 0 else "failed, will retry"
+    return PASSBACK_LABELS[passback.status]
+
+
+@bp.get("/<launch_id>/notebook")
+def notebook(launch_id: str):
+    current_launch(launch_id)
+    return send_file(services().config.student_notebook, as_attachment=True, download_name="decode.ipynb")
+
+
+@bp.get("/<launch_id>/deep-link")
+def deep_link(launch_id: str):
+    launch = current_launch(launch_id)
+    if launch.message_type != "LtiDeepLinkingRequest" or not is_staff(launch):
+        abort(403, "Choosing an assignment is for instructors, from the course's deep-linking placement.")
+    return render_template(
+        "deep_link.html",
+        launch=launch,
+        title=services().config.assignment_title,
+        points=assignment_points(),
+        csrf_token=csrf_token(launch),
+    )
+
+
+@bp.post("/<launch_id>/deep-link")
+def deep_link_choose(launch_id: str):
+    launch = current_launch(launch_id)
+    check_csrf(launch)
+    if launch.message_type != "LtiDeepLinkingRequest" or not is_staff(launch):
+        abort(403)
+    with services().db.session() as session:
+        client_id = session.get(Platform, launch.platform_id).client_id
+    title = services().config.assignment_title
+    item = resource_link_item(
+        title,
+        url_for("lti.launch", _external=True),
+        assignment_points(),
+        "decode",
+        presentation_target(launch.claims),
+    )
+    token = response_jwt(launch.claims, client_id, [item], services().keys.signing_key())
+    return_url = launch.claims[DL + "deep_linking_settings"]["deep_link_return_url"]
+    return render_template("deep_link_return.html", return_url=return_url, jwt=token, item=json.dumps(item))

@@ -1,0 +1,109 @@
+"""A running LMS stand-in (the dev platform, in a thread on 127.0.0.2) and the real tool (a subprocess)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import nbformat
+import pytest
+import requests
+
+from lti_dev_platform.client import launch as platform_launch
+from lti_dev_platform.serving import PlatformServer, start_platform
+from tests.lti_service.tool import ToolProcess, free_port, wait_for
+from tests.submissions import corpus, submission_notebook
+
+TEST_ENV = {"PASSBACK_BACKOFF": "0.2", "MAX_UPLOAD_BYTES": str(1024 * 1024)}
+
+
+@dataclass
+class Lms:
+    platform: PlatformServer
+    tool: ToolProcess
+
+    def state(self) -> dict:
+        return requests.get(f"{self.platform.url}/_test/state", timeout=10).json()
+
+    def hook(self, name: str, **body) -> dict:
+        response = requests.post(f"{self.platform.url}/_test/{name}", json=body, timeout=10)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def open(self, user: str, resource_link: str, context_id: str = "decode-101") -> StudentPage:
+        session = requests.Session()
+        response = platform_launch(
+            self.platform.url, session, user=user, context_id=context_id, resource_link=resource_link
+        )
+        assert response.status_code == 200, response.text[:2000]
+        return StudentPage(self, session, response.url, response.text)
+
+    def scores(self, user: str) -> list[dict]:
+        return [s for s in self.state()["scores"] if s["user_id"] == user]
+
+    def score_posts(self, user: str, resource_link: str) -> list[dict]:
+        """Every score POST the platform received for the user on that activity's line item (with status)."""
+        state = self.state()
+        items = {i["id"] for i in state["line_items"] if i["resource_link_id"] == resource_link}
+        return [
+            {**entry["body"], "status": entry.get("status")}
+            for entry in state["score_log"]
+            if entry["line_item_id"] in items and (entry.get("body") or {}).get("userId") == user
+        ]
+
+
+@dataclass
+class StudentPage:
+    lms: Lms
+    session: requests.Session
+    url: str
+    html: str
+
+    @property
+    def csrf(self) -> str:
+        return re.search(r'name="csrf_token" value="([^"]+)"', self.html).group(1)
+
+    def upload(self, data: bytes, filename: str = "decode.ipynb", csrf: str | None = None) -> requests.Response:
+        files = {"notebook": (filename, data, "application/x-ipynb+json")}
+        return self.session.post(f"{self.url}/upload", data={"csrf_token": csrf or self.csrf}, files=files)
+
+    def attempts(self) -> list[dict]:
+        return self.session.get(f"{self.url}/attempts.json", timeout=10).json()["attempts"]
+
+    def wait_graded(self, count: int) -> list[dict]:
+        """Attempts once `count` of them are done (graded or failed)."""
+
+        def done():
+            attempts = self.attempts()
+            finished = [a for a in attempts if a["status"] in ("graded", "failed")]
+            return attempts if len(finished) >= count else None
+
+        return wait_for(done, timeout=60)
+
+
+def notebook_bytes(entry_name: str | None = None, answered: bool = True) -> bytes:
+    entry = None
+    if entry_name:
+        (entry,) = [e for kind in ("correct", "wrong") for e in corpus(kind) if e.name == entry_name]
+    return nbformat.writes(submission_notebook(entry, answered=answered)).encode()
+
+
+def start_lms(tmp_path, **env: str) -> Lms:
+    port = free_port()
+    platform = start_platform(f"http://127.0.0.1:{port}", test_hooks=True)
+    tool = ToolProcess(tmp_path / "tool", port=port, **{**TEST_ENV, **env})
+    tool.register_platform(platform.url, platform.settings.client_id, platform.settings.deployment_id)
+    try:
+        tool.start()
+    except BaseException:
+        platform.stop()
+        raise
+    return Lms(platform, tool)
+
+
+@pytest.fixture(scope="module")
+def lms(tmp_path_factory, built_assignment):
+    lms = start_lms(tmp_path_factory.mktemp("lms"))
+    yield lms
+    lms.tool.stop()
+    lms.platform.stop()

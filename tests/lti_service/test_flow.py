@@ -1,0 +1,108 @@
+"""From a launch in the LMS to a score in its gradebook, over real HTTP on loopback."""
+
+from __future__ import annotations
+
+import requests
+
+from lti_dev_platform.client import deep_link
+from tests.lti_service.conftest import notebook_bytes
+from tests.lti_service.tool import wait_for
+from tests.submissions import STUDENT_NOTEBOOK
+
+TITLE = "Decode: one token at a time"
+
+
+def test_deep_linking_creates_the_gradebook_column(lms):
+    result = deep_link(lms.platform.url, requests.Session(), user="instructor-turing", context_id="course-dl")
+    assert "Add an assignment" not in result.tool_response.text  # the choice was made and sent back
+    assert result.platform_response.status_code == 200, result.platform_response.text[:1000]
+    (item,) = [i for i in lms.state()["line_items"] if i["context_id"] == "course-dl"]
+    assert (item["label"], item["score_maximum"], item["resource_id"]) == (TITLE, 16.0, "decode")
+
+
+def test_student_uploads_and_the_score_reaches_the_gradebook(lms):
+    page = lms.open("student-ada", "decode-1")
+    assert TITLE in page.html and "16.0 points" in page.html
+    assert '<input type="file" id="notebook" name="notebook"' in page.html
+    download = page.session.get(f"{page.url}/notebook")
+    assert download.content == STUDENT_NOTEBOOK.read_bytes()
+
+    response = page.upload(notebook_bytes())
+    assert response.status_code == 200 and "Attempt 1" in response.text
+    (attempt,) = page.wait_graded(1)
+    assert (attempt["status"], attempt["score"], attempt["max_score"]) == ("graded", 16.0, 16.0)
+    assert {q["name"] for q in attempt["questions"]} >= {"generate", "understanding_answer"}
+    assert all("hidden_total" in q and not any(t["hidden"] for t in q["tests"]) for q in attempt["questions"])
+
+    (score,) = wait_for(lambda: lms.scores("student-ada"))
+    assert (score["score_given"], score["score_maximum"]) == (100.0, 100.0)  # scaled to the line item's 100
+    assert (score["activity_progress"], score["grading_progress"]) == ("Submitted", "FullyGraded")
+    assert wait_for(lambda: page.attempts()[0]["gradebook"] == "sent to the gradebook")
+
+
+def test_a_worse_later_attempt_does_not_lower_the_gradebook(lms):
+    page = lms.open("student-grace", "decode-1")
+    page.upload(notebook_bytes())
+    page.wait_graded(1)
+    page.upload(notebook_bytes("generate_calls_on_prompt"))
+    newest, first = page.wait_graded(2)
+    assert newest["score"] < first["score"] == 16.0
+    posts = wait_for(
+        lambda: lms.score_posts("student-grace", "decode-1")[1:] and lms.score_posts("student-grace", "decode-1")
+    )
+    assert [(p["scoreGiven"], p["status"]) for p in posts] == [(100.0, 200), (100.0, 200)]
+    assert posts[0]["timestamp"] < posts[1]["timestamp"]
+    assert lms.scores("student-grace")[0]["score_given"] == 100.0
+
+
+def test_passback_is_retried_after_the_platform_fails(lms):
+    lms.hook("resource-link", resource_link_id="decode-retry", line_item=True)
+    page = lms.open("student-ada", "decode-retry")
+    lms.hook("fail-scores", count=2, status=500)
+    page.upload(notebook_bytes())
+    page.wait_graded(1)
+    assert wait_for(lambda: page.attempts()[0]["gradebook"] == "sent to the gradebook", timeout=30)
+    assert [p["status"] for p in lms.score_posts("student-ada", "decode-retry")] == [500, 500, 200]
+
+
+def test_the_same_notebook_twice_makes_one_attempt(lms):
+    page = lms.open("student-ada", "decode-twice")
+    data = notebook_bytes("recursion")
+    page.upload(data)
+    page.upload(data)
+    assert len(page.wait_graded(1)) == 1
+
+
+def test_students_see_only_their_own_attempts(lms):
+    ada = lms.open("student-ada", "decode-private")
+    ada.upload(notebook_bytes(), filename="ada-secret-name.ipynb")
+    ada.wait_graded(1)
+    grace = lms.open("student-grace", "decode-private")
+    assert "ada-secret-name" not in grace.html and grace.attempts() == []
+
+
+def test_bad_uploads_are_rejected_and_nothing_is_saved(lms):
+    page = lms.open("student-grace", "decode-bad")
+    cases = {
+        b"this is not a notebook": "not JSON",
+        b'{"cells": "no"}': "not a Jupyter notebook",
+        notebook_bytes().replace(b'"assignment_name": "decode"', b'"assignment_name": "other"'): "for assignment",
+    }
+    for data, reason in cases.items():
+        response = page.upload(data)
+        assert response.status_code == 400 and reason in response.text and "Nothing was saved" in response.text
+    too_big = page.upload(b" " * (2 * 1024 * 1024))
+    assert too_big.status_code == 413 and "too large" in too_big.text
+    assert page.upload(notebook_bytes(), csrf="forged").status_code == 400
+    assert page.attempts() == []
+
+
+def test_due_date_from_the_platform_is_shown(lms):
+    lms.hook("due-date", resource_link_id="decode-due", due_at="2026-12-24T23:59:00Z")
+    page = lms.open("student-ada", "decode-due")
+    assert "due <time" in page.html and "2026-12-24T23:59:00Z" in page.html
+
+
+def test_access_tokens_are_reused_until_they_expire(lms):
+    state = lms.state()
+    assert len(state["score_log"]) >= 3 and state["token_requests"] == 1

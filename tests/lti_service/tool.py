@@ -1,0 +1,89 @@
+"""Run the real tool (`python -m lti_service serve`) as a subprocess on loopback, for tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from tests.submissions import ROOT
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+class ToolProcess:
+    """The tool with its own data directory; `cli` runs other subcommands against the same settings."""
+
+    def __init__(self, data_dir: Path, port: int | None = None, **env: str) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT), **env}
+        self.log = data_dir / "tool.log"
+        self.process: subprocess.Popen | None = None
+        data_dir.mkdir(parents=True, exist_ok=True)
+
+    def cli(self, *args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "-m", "lti_service", *args], env=self.env, capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    def register_platform(self, issuer: str, client_id: str, deployment_id: str) -> None:
+        self.cli(
+            "platform", "add", "--issuer", issuer, "--client-id", client_id, "--deployment-id", deployment_id,
+            "--auth-url", f"{issuer}/auth", "--token-url", f"{issuer}/token", "--jwks-url", f"{issuer}/.well-known/jwks.json",
+        )  # fmt: skip
+
+    def start(self) -> ToolProcess:
+        command = [sys.executable, "-m", "lti_service", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
+        self.process = subprocess.Popen(command, env=self.env, stdout=subprocess.DEVNULL, stderr=self.log.open("ab"))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # wait for the port to answer, not for a fixed time
+            assert self.process.poll() is None, self.log.read_text()[-3000:]
+            try:
+                requests.get(f"{self.url}/lti/jwks.json", timeout=1)
+                return self
+            except requests.ConnectionError:
+                time.sleep(0.05)
+        raise AssertionError(f"the tool did not start: {self.log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def log_events(self) -> list[dict]:
+        import json
+
+        events = []
+        for line in self.log.read_text().splitlines():
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue
+        return events
+
+
+def wait_for(condition, timeout: float = 60, interval: float = 0.05):
+    """Poll until condition() returns something truthy; that value (an AssertionError after timeout)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")
