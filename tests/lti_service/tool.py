@@ -41,7 +41,8 @@ class ToolProcess:
     def register_platform(self, issuer: str, client_id: str, deployment_id: str) -> None:
         self.cli(
             "platform", "add", "--issuer", issuer, "--client-id", client_id, "--deployment-id", deployment_id,
-            "--auth-url", f"{issuer}/auth", "--token-url", f"{issuer}/token", "--jwks-url", f"{issuer}/.well-known/jwks.json",
+            "--auth-url", f"{issuer}/auth", "--token-url", f"{issuer}/token",
+            "--jwks-url", f"{issuer}/.well-known/jwks.json",
         )  # fmt: skip
 
     def start(self) -> ToolProcess:
