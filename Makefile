@@ -7,10 +7,9 @@ AUTOGRADER_ZIP := dist/autograder/decode-autograder.zip
 
 .PHONY: run test assignment lint format system-deps bench
 
-run: assignment
-	@echo "Student notebook (give this to students): dist/student/decode.ipynb"
-	@echo "Autograder zip (staff only, holds hidden tests): $(AUTOGRADER_ZIP)"
-	@echo "Solution notebook (staff only, never publish): dist/autograder/decode.ipynb"
+run: $(INSTALLED) system-deps assignment
+	@mkdir -p var
+	@PY=$(PY) ./run-local.sh
 
 test: $(INSTALLED) system-deps assignment lint
 	$(PY) -m pytest
@@ -39,6 +38,8 @@ $(INSTALLED): pyproject.toml
 system-deps:
 	@command -v bwrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; }
 
-# Side-by-side speed and memory: stock `otter run` against our grader (a few minutes; not part of test).
+# Speed, not part of `make test` (a few minutes): stock `otter run` against our grader side by side,
+# then the LTI tool's launch handling and upload-to-score latency.
 bench: $(INSTALLED) system-deps assignment
 	PYTHONPATH=. $(PY) bench/bench_grader.py
+	PYTHONPATH=. $(PY) bench/bench_lti.py

@@ -9,6 +9,7 @@ to running student code unsandboxed: any failure raises SandboxUnavailable.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -16,11 +17,13 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from .options import GradeOptions
 
 RUNNER = Path(__file__).with_name("runner.py")
+LOCK_DIR = Path("/run/decode-grader-uids") if os.access("/run", os.W_OK) else Path("/tmp/decode-grader-uids")
 RUNNER_IN_SANDBOX = "/opt/grader/runner.py"
 OUTPUT_CAP = 64 * 1024
 INSTALL_HINT = (
@@ -35,31 +38,42 @@ class SandboxUnavailable(RuntimeError):
 
 
 class _UidPool:
-    """One uid per live sandbox so RLIMIT_NPROC of one cannot starve another.
+    """One uid per live sandbox, across every grading process on the machine, so RLIMIT_NPROC of one
+    sandbox cannot starve another: a uid is held by an exclusive lock on its own lock file.
 
-    Uids are handed out round-robin: a killed sandbox's processes may take a moment to be reaped and
-    still count against its uid's process limit, so the uid it released is the last one reused.
+    Uids are tried round-robin: a killed sandbox's processes may take a moment to be reaped and still
+    count against its uid's process limit, so the uid it released is the last one reused.
     """
 
-    def __init__(self, size: int = 64) -> None:
-        self._size = size
-        self._used: set[int] = set()
+    def __init__(self, size: int = 64, lock_dir: Path = LOCK_DIR) -> None:
+        self._size, self._lock_dir = size, lock_dir
+        self._held: dict[int, int] = {}  # uid -> fd of its lock file
         self._next = 0
         self._lock = threading.Lock()
 
     def acquire(self, base: int) -> int:
+        self._lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         with self._lock:
             for step in range(self._size):
                 offset = (self._next + step) % self._size
-                if base + offset not in self._used:
-                    self._next = offset + 1
-                    self._used.add(base + offset)
-                    return base + offset
-        raise SandboxUnavailable(f"more than {self._size} sandboxes running at once")
+                uid = base + offset
+                if uid in self._held:
+                    continue
+                fd = os.open(self._lock_dir / f"uid-{uid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    continue
+                self._held[uid], self._next = fd, offset + 1
+                return uid
+        raise SandboxUnavailable(f"more than {self._size} sandboxes running at once on this machine")
 
     def release(self, uid: int) -> None:
         with self._lock:
-            self._used.discard(uid)
+            fd = self._held.pop(uid, None)
+        if fd is not None:
+            os.close(fd)  # closing the file drops the lock
 
 
 _UIDS = _UidPool()
@@ -71,6 +85,28 @@ def find_bwrap(options: GradeOptions) -> str:
     if not path or not os.access(path, os.X_OK):
         raise SandboxUnavailable(f"bubblewrap not found ({path or 'bwrap not on PATH'}): {INSTALL_HINT}")
     return path
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL a process (or, for a negative pid, a process group) that may already be gone."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _process_uids() -> list[tuple[int, int]]:
+    """(pid, real uid) of every live process, from /proc."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/status", "rb") as f:
+                    uid_line = next(line for line in f if line.startswith(b"Uid:"))
+            except (OSError, StopIteration):
+                continue
+            found.append((int(entry.name), int(uid_line.split()[1])))
+    return found
 
 
 def _ancestors(path: str) -> list[str]:
@@ -164,6 +200,17 @@ class Sandbox:
             if len(self._output) < OUTPUT_CAP:
                 self._output += chunk[: OUTPUT_CAP - len(self._output)]
 
+    def _kill_leftovers(self) -> None:
+        """Defence in depth: no process may keep running as this sandbox's uid (held by it alone)."""
+        for _ in range(200):
+            pids = [pid for pid, uid in _process_uids() if uid == self.uid]
+            if not pids:
+                return
+            for pid in pids:
+                _kill(pid)
+            time.sleep(0.005)  # killed processes need a moment to be reaped by their parent
+        raise SandboxUnavailable(f"processes of sandbox uid {self.uid} survived SIGKILL: {pids}")
+
     def _child_pid(self) -> int | None:
         """Host pid of the pid namespace's init, from bwrap's --info-fd JSON (if written yet)."""
         try:
@@ -177,21 +224,21 @@ class Sandbox:
         return self._output.decode("utf-8", "replace").strip()
 
     def kill(self) -> None:
-        """Kill the whole sandbox and reap it; idempotent."""
+        """Kill the whole sandbox and reap it; idempotent. Returns only once none of its processes is left."""
         if self._closed:
             return
         self._closed = True
         if self.proc.returncode is None:
-            # Killing the namespace's init kills every process in it before bwrap can exit.
-            for pid, pgid in ((self._child_pid(), None), (None, self.proc.pid)):
-                try:
-                    if pid:
-                        os.kill(pid, signal.SIGKILL)
-                    elif pgid:
-                        os.killpg(pgid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            self.proc.wait()
+            # Killing the pid namespace's init makes the kernel kill and reap every process in it; bwrap
+            # exits after that. Killing bwrap first would return while the namespace is still dying.
+            child = self._child_pid()
+            _kill(child) if child else _kill(-self.proc.pid)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                _kill(-self.proc.pid)
+                self.proc.wait()
+        self._kill_leftovers()
         for fd in (self.write_fd, self.read_fd, self._info_fd):
             os.close(fd)
         self._drainer.join(timeout=5)

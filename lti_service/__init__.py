@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import logging
-from urllib.parse import urlsplit
 
 from flask import Flask, render_template
-from sqlalchemy import select
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from .config import Config
-from .db import Platform
 from .jobs import Queue, build_queue
 from .lti.errors import LaunchError
 from .services import Services
@@ -65,10 +62,7 @@ def _security_headers(response):
     """Frameable only by registered platforms; scripts only from this tool."""
     from flask import current_app
 
-    services: Services = current_app.extensions["services"]
-    with services.db.session() as session:
-        urls = session.execute(select(Platform.issuer, Platform.auth_login_url)).all()
-    origins = sorted({_origin(url) for row in urls for url in row if _origin(url)})
+    origins = current_app.extensions["services"].platforms.frame_origins()
     response.headers["Content-Security-Policy"] = (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
         "form-action *; base-uri 'none'; object-src 'none'; "
@@ -77,8 +71,3 @@ def _security_headers(response):
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
     return response
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url or "")
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else ""

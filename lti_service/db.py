@@ -145,9 +145,11 @@ class Database:
 
 
 def _sqlite_pragmas(connection, _record) -> None:
-    """WAL lets the web process read while a worker writes; foreign keys as on PostgreSQL."""
+    """WAL lets the web process read while a worker writes (synchronous=NORMAL is WAL's usual setting:
+    safe against application crashes); foreign keys as on PostgreSQL."""
     cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()

@@ -12,6 +12,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
@@ -24,7 +25,7 @@ class ToolKey:
     kid: str
     private_pem: bytes
 
-    @property
+    @cached_property
     def public_jwk(self) -> dict:
         jwk = json.loads(JWK.from_pem(self.private_pem).export_public())
         return {**jwk, "kid": self.kid, "alg": "RS256", "use": "sig"}
@@ -33,11 +34,13 @@ class ToolKey:
 class KeyStore:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self._loaded: dict[Path, ToolKey] = {}
 
     def keys(self) -> list[ToolKey]:
-        """Every key, oldest first."""
+        """Every key, oldest first (files are read once; `keys rotate` in another process shows up here)."""
         paths = sorted(self.directory.glob("*.pem")) if self.directory.exists() else []
-        return [ToolKey(p.stem.split("_", 1)[1], p.read_bytes()) for p in paths]
+        self._loaded = {p: self._loaded.get(p) or ToolKey(p.stem.split("_", 1)[1], p.read_bytes()) for p in paths}
+        return list(self._loaded.values())
 
     def signing_key(self) -> ToolKey:
         """The newest key, created on first use."""

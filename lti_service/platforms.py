@@ -1,10 +1,52 @@
-"""The platform registry: add (or extend with a deployment), list, remove."""
+"""The platform registry: add (or extend with a deployment), list, remove, and a cached directory."""
 
 from __future__ import annotations
+
+import threading
+import time
+from urllib.parse import urlsplit
 
 from sqlalchemy import select
 
 from .db import Database, Platform
+
+DIRECTORY_TTL = 5.0  # seconds a process may use its copy of the platforms table
+
+
+class PlatformDirectory:
+    """The registered platforms as one process sees them, re-read at most every DIRECTORY_TTL seconds.
+
+    Every launch looks platforms up several times (pylti1p3's registration and deployment checks, the
+    Content-Security-Policy of each response); one query per few seconds serves them all. A platform
+    added or removed elsewhere is seen within DIRECTORY_TTL.
+    """
+
+    def __init__(self, db: Database, ttl: float = DIRECTORY_TTL) -> None:
+        self.db, self.ttl = db, ttl
+        self._lock = threading.Lock()
+        self._platforms: list[Platform] = []
+        self._loaded_at = float("-inf")
+
+    def all(self) -> list[Platform]:
+        with self._lock:
+            if time.monotonic() - self._loaded_at > self.ttl:
+                self._platforms, self._loaded_at = list_platforms(self.db), time.monotonic()
+            return self._platforms
+
+    def invalidate(self) -> None:
+        """Forget the copy (after this process changed the table)."""
+        with self._lock:
+            self._loaded_at = float("-inf")
+
+    def find(self, issuer: str, client_id: str | None) -> Platform | None:
+        """The platform for an issuer and client id (or the issuer's only one when client_id is None)."""
+        matches = [p for p in self.all() if p.issuer == issuer and (client_id is None or p.client_id == client_id)]
+        return matches[0] if len(matches) == 1 else None
+
+    def frame_origins(self) -> list[str]:
+        """Origins allowed to frame the tool: every registered platform's issuer and login URL."""
+        urls = [url for p in self.all() for url in (p.issuer, p.auth_login_url)]
+        return sorted({f"{u.scheme}://{u.netloc}" for u in map(urlsplit, urls) if u.scheme in ("http", "https")})
 
 
 def add_platform(

@@ -12,6 +12,7 @@ from .lti.launch import JwksCache, LaunchServices
 from .lti.storage import DatabaseLaunchDataStorage
 from .lti.tool_conf import DatabaseToolConf
 from .migrate import upgrade
+from .platforms import PlatformDirectory
 
 
 @dataclass
@@ -21,16 +22,20 @@ class Services:
     keys: KeyStore
     ags: AgsClient
     launches: LaunchServices
+    platforms: PlatformDirectory
 
     @classmethod
-    def from_config(cls, config: Config, migrate: bool = True) -> Services:
+    def from_config(cls, config: Config) -> Services:
         config.data_dir.mkdir(parents=True, exist_ok=True)
-        if migrate:
-            upgrade(config.sqlalchemy_url)
+        upgrade(config.sqlalchemy_url)
         db = Database(config.sqlalchemy_url)
         keys = KeyStore(config.keys_dir)
         keys.signing_key()  # generated on first start
+        platforms = PlatformDirectory(db)
         launches = LaunchServices(
-            DatabaseToolConf(db), DatabaseLaunchDataStorage(db), JwksCache(config.http_timeout), config.clock_skew
+            DatabaseToolConf(platforms),
+            DatabaseLaunchDataStorage(db),
+            JwksCache(config.http_timeout),
+            config.clock_skew,
         )
-        return cls(config, db, keys, AgsClient(keys, config.http_timeout), launches)
+        return cls(config, db, keys, AgsClient(keys, config.http_timeout), launches, platforms)

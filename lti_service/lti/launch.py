@@ -15,6 +15,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 
 import jwt
 import requests
@@ -58,7 +59,7 @@ class JwksCache:
         jwk = _find(keyset, kid, alg)
         if jwk is None:
             raise LaunchError("unknown_kid")
-        return JWK.from_json(json.dumps(jwk)).export_to_pem().decode()
+        return _pem(json.dumps(jwk, sort_keys=True))
 
     def _fetch(self, url: str) -> dict:
         try:
@@ -70,6 +71,11 @@ class JwksCache:
         if not isinstance(keyset, dict) or not isinstance(keyset.get("keys"), list):
             raise LaunchError("jwks_unreachable", detail="the JWKS has no 'keys' list")
         return keyset
+
+
+@lru_cache(maxsize=256)
+def _pem(jwk_json: str) -> str:
+    return JWK.from_json(jwk_json).export_to_pem().decode()
 
 
 def _find(keyset: dict, kid: str, alg: str) -> dict | None:

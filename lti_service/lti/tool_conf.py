@@ -9,9 +9,9 @@ from __future__ import annotations
 from pylti1p3.deployment import Deployment
 from pylti1p3.registration import Registration
 from pylti1p3.tool_config.abstract import ToolConfAbstract
-from sqlalchemy import select
 
-from ..db import Database, Platform
+from ..db import Platform
+from ..platforms import PlatformDirectory
 
 
 class DatabaseToolConf(ToolConfAbstract):
@@ -21,18 +21,13 @@ class DatabaseToolConf(ToolConfAbstract):
     configuration object could break another's); each instance here gets its own.
     """
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, platforms: PlatformDirectory) -> None:
         super().__init__()
         self.issuers_relation_types = {}
-        self.db = db
+        self.platforms = platforms
 
     def platform(self, iss: str, client_id: str | None) -> Platform | None:
-        with self.db.session() as session:
-            query = select(Platform).where(Platform.issuer == iss)
-            if client_id:
-                query = query.where(Platform.client_id == client_id)
-            rows = session.scalars(query).all()
-        return rows[0] if len(rows) == 1 else None
+        return self.platforms.find(iss, client_id or None)
 
     def check_iss_has_one_client(self, iss: str) -> bool:
         return False

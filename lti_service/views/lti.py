@@ -10,9 +10,8 @@ from urllib.parse import urlencode
 from flask import Blueprint, redirect, render_template, request, url_for
 from pylti1p3.contrib.flask import FlaskOIDCLogin, FlaskRequest
 from pylti1p3.exception import LtiException, OIDCException
-from sqlalchemy import select
 
-from ..db import Launch, Platform, utcnow
+from ..db import Launch, utcnow
 from ..lti.errors import LaunchError
 from ..lti.launch import CookiesBlocked
 from ..lti.registration import RegistrationError, ToolUrls, register
@@ -63,8 +62,8 @@ def launch():
 
 
 def _store_launch(claims: dict) -> Launch:
+    platform = services().platforms.find(claims["iss"], _client_id(claims))
     with services().db.session() as session:
-        platform = session.scalars(select(Platform).filter_by(issuer=claims["iss"], client_id=_client_id(claims))).one()
         record = Launch(
             id=secrets.token_urlsafe(32),
             platform_id=platform.id,
@@ -159,5 +158,6 @@ def dynamic_registration():
         platform.key_set_url,
         platform.name,
     )
+    services().platforms.invalidate()
     log.info("registered", extra={"event": "registered", "issuer": platform.issuer, "client_id": platform.client_id})
     return render_template("registration.html", platform=platform)

@@ -88,14 +88,16 @@ def notebook_bytes(entry_name: str | None = None, answered: bool = True) -> byte
     return nbformat.writes(submission_notebook(entry, answered=answered)).encode()
 
 
-def start_lms(tmp_path, **env: str) -> Lms:
+def start_lms(tmp_path, *serve_args: str, **env: str) -> Lms:
+    """The dev platform and the tool registered with each other; the caller stops both."""
     port = free_port()
     platform = start_platform(f"http://127.0.0.1:{port}", test_hooks=True)
     tool = ToolProcess(tmp_path / "tool", port=port, **{**TEST_ENV, **env})
-    tool.register_platform(platform.url, platform.settings.client_id, platform.settings.deployment_id)
     try:
-        tool.start()
+        tool.register_platform(platform.url, platform.settings.client_id, platform.settings.deployment_id)
+        tool.start(*serve_args)
     except BaseException:
+        tool.stop()
         platform.stop()
         raise
     return Lms(platform, tool)

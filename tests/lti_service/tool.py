@@ -28,8 +28,14 @@ class ToolProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT), **env}
         self.log = data_dir / "tool.log"
-        self.process: subprocess.Popen | None = None
+        self.processes: list[subprocess.Popen] = []
         data_dir.mkdir(parents=True, exist_ok=True)
+
+    def _spawn(self, *args: str) -> subprocess.Popen:
+        command = [sys.executable, "-m", "lti_service", *args]
+        process = subprocess.Popen(command, env=self.env, stdout=subprocess.DEVNULL, stderr=self.log.open("ab"))
+        self.processes.append(process)
+        return process
 
     def cli(self, *args: str) -> str:
         result = subprocess.run(
@@ -45,12 +51,12 @@ class ToolProcess:
             "--jwks-url", f"{issuer}/.well-known/jwks.json",
         )  # fmt: skip
 
-    def start(self) -> ToolProcess:
-        command = [sys.executable, "-m", "lti_service", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
-        self.process = subprocess.Popen(command, env=self.env, stdout=subprocess.DEVNULL, stderr=self.log.open("ab"))
+    def start(self, *serve_args: str) -> ToolProcess:
+        """`serve` (with its own worker unless serve_args say --no-worker); returns once it answers."""
+        web = self._spawn("serve", "--host", "127.0.0.1", "--port", str(self.port), *serve_args)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # wait for the port to answer, not for a fixed time
-            assert self.process.poll() is None, self.log.read_text()[-3000:]
+            assert web.poll() is None, self.log.read_text()[-3000:]
             try:
                 requests.get(f"{self.url}/lti/jwks.json", timeout=1)
                 return self
@@ -58,14 +64,20 @@ class ToolProcess:
                 time.sleep(0.05)
         raise AssertionError(f"the tool did not start: {self.log.read_text()[-3000:]}")
 
+    def start_worker(self) -> subprocess.Popen:
+        """A separate worker process (the scale-out shape: web and workers apart)."""
+        return self._spawn("worker")
+
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
             try:
-                self.process.wait(timeout=20)
+                process.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+                process.kill()
+                process.wait()
 
     def log_events(self) -> list[dict]:
         import json

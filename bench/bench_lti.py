@@ -1,0 +1,236 @@
+"""LTI benchmark: how fast the tool answers a launch, and how long from an upload to a score in the gradebook.
+
+Run with `make bench`. One LMS (the dev platform in a thread on 127.0.0.2, the real tool as a subprocess on
+127.0.0.1) is started in a temporary directory, and everything goes over real HTTP on loopback.
+
+- Launch handling: the tool handles two requests in a launch, the OIDC login (GET /lti/login -> 302 to the
+  platform) and the launch POST (id_token and state -> 303 to the tool's page). Each is timed client-side
+  around that one request, with a keep-alive requests.Session, over many launches driven step by step
+  through the platform (course page, login, platform /auth, launch POST). We report p50/p99 of each and of
+  their sum (the tool's whole part of a launch), plus whole launches per second with 1 and 4 client threads.
+- Upload to score: each upload is by a fresh activity with a gradebook column, so every upload produces a
+  score POST; the clock runs from just before the upload POST until the platform's /_test/state lists the
+  score. The tool's attempts.json is polled too, which splits that into grading and passback.
+
+Targets on the development machine: launch p50 (login + launch POST) under 10 ms; upload to score p50 under
+1 s. Machines are noisy, so we report medians and percentiles rather than means; the platform and the
+client threads share this process (and its GIL), so launches per second understate what the tool can do.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+
+from lti_dev_platform.client import course_launch_url, parse_page
+from tests.lti_service.conftest import Lms, notebook_bytes, start_lms
+
+WARMUP_LAUNCHES = 20
+TIMED_LAUNCHES = 300
+THROUGHPUT_LAUNCHES = 200  # per run, split over the client threads
+THREAD_COUNTS = (1, 4)
+UPLOADS = 15
+POLL_INTERVAL = 0.01
+SCORE_TIMEOUT = 60
+STUDENTS = ("student-ada", "student-grace")
+RESOURCE_LINK = "decode-1"
+TIMEOUT = 10
+LAUNCH_TARGET_MS = 10.0
+SCORE_TARGET_S = 1.0
+
+
+@dataclass
+class LaunchTimes:
+    """Client-side milliseconds of the tool's two launch requests, one entry per launch."""
+
+    login_ms: list[float] = field(default_factory=list)
+    launch_ms: list[float] = field(default_factory=list)
+    floor_ms: list[float] = field(default_factory=list)  # a trivial tool request: HTTP, waitress and Flask only
+
+    @property
+    def total_ms(self) -> list[float]:
+        return [a + b for a, b in zip(self.login_ms, self.launch_ms, strict=True)]
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def _expect(response: requests.Response, status: int, step: str) -> requests.Response:
+    if response.status_code != status:
+        raise AssertionError(f"{step}: expected {status}, got {response.status_code}: {response.text[:500]!r}")
+    return response
+
+
+def one_launch(session: requests.Session, platform_url: str, user: str, times: LaunchTimes | None = None) -> str:
+    """A resource launch as a browser makes it, without following the tool's redirects; returns the page URL.
+
+    With ``times``, the tool's two requests (login and launch POST) are timed and appended.
+    """
+    course = _expect(
+        session.get(course_launch_url(platform_url, user=user, resource_link=RESOURCE_LINK), timeout=TIMEOUT),
+        200,
+        "course",
+    )
+    login_url = parse_page(course).iframes[0]
+
+    started = time.perf_counter()
+    login = _expect(session.get(login_url, allow_redirects=False, timeout=TIMEOUT), 302, "tool login")
+    login_ms = (time.perf_counter() - started) * 1000
+
+    auth = _expect(session.get(login.headers["Location"], timeout=TIMEOUT), 200, "platform /auth")
+    (form,) = [f for f in parse_page(auth).forms if "id_token" in f.fields]
+
+    started = time.perf_counter()
+    launch = _expect(session.post(form.action, data=form.fields, allow_redirects=False, timeout=TIMEOUT), 303, "launch")
+    launch_ms = (time.perf_counter() - started) * 1000
+
+    if times is not None:
+        times.login_ms.append(login_ms)
+        times.launch_ms.append(launch_ms)
+    return launch.headers["Location"]
+
+
+def timed_launches(platform_url: str, tool_url: str) -> LaunchTimes:
+    session = requests.Session()
+    for i in range(WARMUP_LAUNCHES):
+        one_launch(session, platform_url, STUDENTS[i % len(STUDENTS)])
+    times = LaunchTimes()
+    for i in range(TIMED_LAUNCHES):
+        one_launch(session, platform_url, STUDENTS[i % len(STUDENTS)], times)
+        started = time.perf_counter()
+        _expect(session.get(f"{tool_url}/lti/canvas.json", timeout=TIMEOUT), 200, "canvas.json")
+        times.floor_ms.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def launches_per_second(platform_url: str, threads: int) -> float:
+    """Whole launches (course page, tool login, platform /auth, launch POST) per second; a session per thread."""
+    per_thread = THROUGHPUT_LAUNCHES // threads
+    barrier = threading.Barrier(threads + 1)
+
+    def client(index: int) -> None:
+        session = requests.Session()
+        one_launch(session, platform_url, STUDENTS[index % len(STUDENTS)])  # open the keep-alive connections
+        barrier.wait()
+        for i in range(per_thread):
+            one_launch(session, platform_url, STUDENTS[(index + i) % len(STUDENTS)])
+
+    with ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(client, i) for i in range(threads)]
+        barrier.wait()
+        started = time.perf_counter()
+        for future in futures:
+            future.result()
+    return per_thread * threads / (time.perf_counter() - started)
+
+
+@dataclass
+class UploadTimes:
+    """Seconds from just before each upload POST: its response, graded in the tool, score at the platform."""
+
+    response_s: list[float] = field(default_factory=list)
+    graded_s: list[float] = field(default_factory=list)
+    score_s: list[float] = field(default_factory=list)
+
+
+def _line_item_id(lms: Lms, resource_link: str) -> str:
+    return lms.hook("resource-link", resource_link_id=resource_link, line_item=True)["line_item_id"]
+
+
+def _has_score(lms: Lms, line_item_id: str, user: str) -> bool:
+    scores = requests.get(f"{lms.platform.url}/_test/state", timeout=TIMEOUT).json()["scores"]
+    return any(s["line_item_id"] == line_item_id and s["user_id"] == user for s in scores)
+
+
+def one_upload(lms: Lms, index: int, notebook: bytes, times: UploadTimes) -> None:
+    user, resource_link = "student-ada", f"bench-upload-{index}"
+    line_item_id = _line_item_id(lms, resource_link)
+    page = lms.open(user, resource_link)
+    started = time.perf_counter()
+    _expect(page.upload(notebook), 200, "upload")
+    times.response_s.append(time.perf_counter() - started)
+    graded = None
+    while not _has_score(lms, line_item_id, user):
+        if graded is None and page.attempts()[0]["status"] in ("graded", "failed"):
+            graded = time.perf_counter() - started
+        if time.perf_counter() - started > SCORE_TIMEOUT:
+            raise AssertionError(f"no score at the platform for {resource_link} after {SCORE_TIMEOUT} s")
+        time.sleep(POLL_INTERVAL)
+    times.score_s.append(time.perf_counter() - started)
+    times.graded_s.append(graded if graded is not None else times.score_s[-1])
+    (attempt,) = page.attempts()
+    if attempt["status"] != "graded":
+        raise AssertionError(f"the upload was not graded: {attempt}")
+
+
+def upload_to_score(lms: Lms) -> UploadTimes:
+    notebook = notebook_bytes()
+    times = UploadTimes()
+    one_upload(lms, -1, notebook, UploadTimes())  # warm-up: imports, the autograder zip, the platform token
+    for i in range(UPLOADS):
+        one_upload(lms, i, notebook, times)
+    return times
+
+
+def report(launches: LaunchTimes, rates: dict[int, float], uploads: UploadTimes) -> None:
+    print(f"launch handling, timed client-side per request ({len(launches.login_ms)} launches, keep-alive)")
+    print(f"  {'request':<34} {'p50 ms':>8} {'p99 ms':>8}")
+    for label, values in (
+        ("GET /lti/login -> 302", launches.login_ms),
+        ("POST /lti/launch -> 303", launches.launch_ms),
+        ("login + launch POST (tool's part)", launches.total_ms),
+        ("floor: GET /lti/canvas.json -> 200", launches.floor_ms),
+    ):
+        print(f"  {label:<34} {statistics.median(values):>8.2f} {percentile(values, 0.99):>8.2f}")
+    for threads, rate in rates.items():
+        print(f"  whole launches/s, {threads} client thread{'s' if threads > 1 else ' '}: {rate:>8.1f}")
+    if len(rates) > 1:
+        low, high = min(rates), max(rates)
+        print(f"  scaling {high} threads / {low}: {rates[high] / rates[low]:.2f}x")
+
+    print(f"\nupload to score received at the platform ({len(uploads.score_s)} uploads, a fresh activity each)")
+    print(f"  {'from just before the upload POST to':<34} {'p50 s':>8} {'p95 s':>8}")
+    for label, values in (
+        ("the upload's response", uploads.response_s),
+        ("graded in the tool (attempts.json)", uploads.graded_s),
+        ("score at the platform", uploads.score_s),
+    ):
+        print(f"  {label:<34} {statistics.median(values):>8.3f} {percentile(values, 0.95):>8.3f}")
+    passback = [s - g for s, g in zip(uploads.score_s, uploads.graded_s, strict=True)]
+    print(
+        f"  {'graded -> score (passback)':<34} {statistics.median(passback):>8.3f} {percentile(passback, 0.95):>8.3f}"
+    )
+
+    launch_p50 = statistics.median(launches.total_ms)
+    score_p50 = statistics.median(uploads.score_s)
+    print("\ntargets")
+    print(f"  launch p50 (login + launch POST) {launch_p50:.2f} ms < {LAUNCH_TARGET_MS:g} ms: "
+          f"{'met' if launch_p50 < LAUNCH_TARGET_MS else 'NOT met'}")  # fmt: skip
+    print(f"  upload to score p50 {score_p50:.3f} s < {SCORE_TARGET_S:g} s: "
+          f"{'met' if score_p50 < SCORE_TARGET_S else 'NOT met'}")  # fmt: skip
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-lti-") as workdir:
+        lms = start_lms(Path(workdir))
+        try:
+            launches = timed_launches(lms.platform.url, lms.tool.url)
+            rates = {threads: launches_per_second(lms.platform.url, threads) for threads in THREAD_COUNTS}
+            uploads = upload_to_score(lms)
+        finally:
+            lms.tool.stop()
+            lms.platform.stop()
+    report(launches, rates, uploads)
+
+
+if __name__ == "__main__":
+    main()
