@@ -105,6 +105,19 @@ def test_a_valid_launch_opens_the_assignment(setup):
     assert page.status_code == 200 and "Download the notebook" in page.text
 
 
+def test_login_by_post_works_too(setup):
+    platform, tool = setup
+    data = {"iss": platform.issuer, "login_hint": "student-1", "target_link_uri": f"{tool.url}/lti/launch"}
+    response = requests.post(f"{tool.url}/lti/login", data={**data, "client_id": CLIENT_ID}, allow_redirects=False)
+    assert response.status_code == 302 and response.headers["Location"].startswith(f"{platform.issuer}/auth?")
+
+
+def test_login_from_an_unknown_platform_is_refused(setup):
+    platform, tool = setup
+    params = {"iss": "https://unknown.example", "login_hint": "x", "target_link_uri": f"{tool.url}/lti/launch"}
+    assert_refused(tool, requests.get(f"{tool.url}/lti/login", params=params, allow_redirects=False), "unknown_issuer")
+
+
 def test_clock_skew_within_a_minute_is_tolerated(setup):
     platform, tool = setup
     session, state, nonce = login(tool, platform)

@@ -1,0 +1,58 @@
+"""Pieces of the tool tested in-process: pylti1p3 fixes and the score policies."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from lti_service.ags import scores_url
+from lti_service.config import Config
+from lti_service.db import Attempt, Passback
+from lti_service.lti.tool_conf import DatabaseToolConf
+from lti_service.passback import score_to_send
+from lti_service.platforms import add_platform
+from lti_service.services import Services
+
+
+@pytest.fixture
+def services(tmp_path):
+    return Services.from_config(Config(data_dir=tmp_path))
+
+
+def test_each_tool_configuration_has_its_own_issuer_table(services):
+    """pylti1p3 shares `issuers_relation_types` between all instances; ours must not."""
+    first, second = DatabaseToolConf(services.platforms), DatabaseToolConf(services.platforms)
+    first.set_iss_has_one_client("https://lms.example")
+    assert first.issuers_relation_types is not second.issuers_relation_types
+    assert second.issuers_relation_types == {}
+
+
+def test_moodle_lineitem_urls_keep_their_query_after_scores():
+    assert scores_url("https://moodle.example/mod/lti/services.php/2/lineitems/7/lineitem?type_id=3") == (
+        "https://moodle.example/mod/lti/services.php/2/lineitems/7/lineitem/scores?type_id=3"
+    )
+    assert scores_url("https://canvas.example/api/lti/courses/1/line_items/5") == (
+        "https://canvas.example/api/lti/courses/1/line_items/5/scores"
+    )
+
+
+@pytest.mark.parametrize(("policy", "expected"), [("best", 16.0), ("latest", 12.0)])
+def test_score_policy_picks_the_attempt_to_send(tmp_path, policy, expected):
+    services = Services.from_config(Config(data_dir=tmp_path, score_policy=policy))
+    platform = add_platform(services.db, "https://lms.example", "c", ["d"], "a", "t", "j")
+    key = dict(platform_id=platform.id, context_id="c1", resource_link_id="r1", user_id="u1")
+    with services.db.session() as session:
+        for minute, score in ((1, 10.0), (2, 16.0), (3, 12.0)):
+            session.add(
+                Attempt(**key, filename="n.ipynb", notebook=b"{}", sha256=str(minute), status="graded",
+                        score=score, max_score=16.0, graded_at=dt.datetime(2026, 1, 1, 0, minute))
+            )  # fmt: skip
+        session.add(Attempt(**key, filename="n.ipynb", notebook=b"{}", sha256="q", status="queued"))
+    row = Passback(platform_id=platform.id, context_id="c1", resource_link_id="r1", lineitem_url="x", user_id="u1")
+    assert score_to_send(services, row).score == expected
+
+
+def test_settings_are_validated():
+    with pytest.raises(ValueError, match="SCORE_POLICY"):
+        Config(score_policy="average")
