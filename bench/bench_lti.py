@@ -31,6 +31,7 @@ import requests
 
 from lti_dev_platform.client import course_launch_url, parse_page
 from tests.lti_service.conftest import Lms, notebook_bytes, start_lms
+from tests.lti_service.tool import browser_session
 
 WARMUP_LAUNCHES = 20
 TIMED_LAUNCHES = 300
@@ -100,7 +101,7 @@ def one_launch(session: requests.Session, platform_url: str, user: str, times: L
 
 
 def timed_launches(platform_url: str, tool_url: str) -> LaunchTimes:
-    session = requests.Session()
+    session = browser_session()
     for i in range(WARMUP_LAUNCHES):
         one_launch(session, platform_url, STUDENTS[i % len(STUDENTS)])
     times = LaunchTimes()
@@ -118,7 +119,7 @@ def launches_per_second(platform_url: str, threads: int) -> float:
     barrier = threading.Barrier(threads + 1)
 
     def client(index: int) -> None:
-        session = requests.Session()
+        session = browser_session()
         one_launch(session, platform_url, STUDENTS[index % len(STUDENTS)])  # open the keep-alive connections
         barrier.wait()
         for i in range(per_thread):

@@ -24,6 +24,7 @@ from jwcrypto.jwk import JWK
 from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskRequest
 from pylti1p3.exception import LtiException
 
+from .cookies import ToolCookieService
 from .errors import LaunchError
 from .storage import DatabaseLaunchDataStorage
 from .tool_conf import DatabaseToolConf
@@ -93,7 +94,9 @@ class ToolMessageLaunch(FlaskMessageLaunch):
         jwks: JwksCache,
         clock_skew: int,
     ) -> None:
-        super().__init__(FlaskRequest(), tool_conf, launch_data_storage=storage)
+        request_adapter = FlaskRequest()
+        cookies = ToolCookieService(request_adapter)
+        super().__init__(request_adapter, tool_conf, cookie_service=cookies, launch_data_storage=storage)
         self._storage, self._jwks, self._clock_skew = storage, jwks, clock_skew
 
     def validate(self) -> ToolMessageLaunch:

@@ -12,6 +12,7 @@ from pylti1p3.contrib.flask import FlaskOIDCLogin, FlaskRequest
 from pylti1p3.exception import LtiException, OIDCException
 
 from ..db import Launch, utcnow
+from ..lti.cookies import ToolCookieService
 from ..lti.errors import LaunchError
 from ..lti.launch import CookiesBlocked
 from ..lti.registration import RegistrationError, ToolUrls, register
@@ -39,7 +40,9 @@ def login():
     """OIDC third-party initiated login: remember the login parameters, redirect to the platform."""
     launch = services().launches
     params = {name: request.values[name] for name in LOGIN_PARAMS if request.values.get(name)}
-    oidc = FlaskOIDCLogin(FlaskRequest(), launch.tool_conf, launch_data_storage=launch.storage)
+    request_adapter = FlaskRequest()
+    cookies = ToolCookieService(request_adapter)
+    oidc = FlaskOIDCLogin(request_adapter, launch.tool_conf, cookie_service=cookies, launch_data_storage=launch.storage)
     try:
         return oidc.pass_params_to_launch(params).redirect(url_for("lti.launch", _external=True))
     except (LtiException, OIDCException) as error:

@@ -11,7 +11,7 @@ import requests
 
 from lti_dev_platform.client import launch as platform_launch
 from lti_dev_platform.serving import PlatformServer, start_platform
-from tests.lti_service.tool import ToolProcess, free_port, wait_for
+from tests.lti_service.tool import ToolProcess, browser_session, free_port, wait_for
 from tests.submissions import corpus, submission_notebook
 
 TEST_ENV = {"PASSBACK_BACKOFF": "0.2", "MAX_UPLOAD_BYTES": str(1024 * 1024)}
@@ -31,7 +31,7 @@ class Lms:
         return response.json()
 
     def open(self, user: str, resource_link: str, context_id: str = "decode-101") -> StudentPage:
-        session = requests.Session()
+        session = browser_session()
         response = platform_launch(
             self.platform.url, session, user=user, context_id=context_id, resource_link=resource_link
         )

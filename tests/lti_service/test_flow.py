@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import requests
-
 from lti_dev_platform.client import deep_link
 from tests.lti_service.conftest import notebook_bytes, start_lms
-from tests.lti_service.tool import wait_for
+from tests.lti_service.tool import browser_session, wait_for
 from tests.submissions import STUDENT_NOTEBOOK
 
 TITLE = "Decode: one token at a time"
 
 
 def test_deep_linking_creates_the_gradebook_column(lms):
-    result = deep_link(lms.platform.url, requests.Session(), user="instructor-turing", context_id="course-dl")
+    result = deep_link(lms.platform.url, browser_session(), user="instructor-turing", context_id="course-dl")
     assert "Add an assignment" not in result.tool_response.text  # the choice was made and sent back
     assert result.platform_response.status_code == 200, result.platform_response.text[:1000]
     (item,) = [i for i in lms.state()["line_items"] if i["context_id"] == "course-dl"]

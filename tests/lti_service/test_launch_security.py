@@ -20,7 +20,7 @@ from flask import Flask
 from jwcrypto.jwk import JWK
 
 from lti_dev_platform.serving import ServerThread
-from tests.lti_service.tool import ToolProcess
+from tests.lti_service.tool import ToolProcess, browser_session
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 CLIENT_ID, DEPLOYMENT = "security-test-client", "deployment-1"
@@ -83,12 +83,14 @@ def setup(tmp_path_factory):
 
 def login(tool: ToolProcess, platform: SigningPlatform) -> tuple[requests.Session, str, str]:
     """The OIDC login as the platform starts it; the browser session, state and nonce."""
-    session = requests.Session()
+    session = browser_session()
     params = {"iss": platform.issuer, "login_hint": "student-1", "target_link_uri": f"{tool.url}/lti/launch"}
     response = session.get(f"{tool.url}/lti/login", params={**params, "client_id": CLIENT_ID}, allow_redirects=False)
     assert response.status_code == 302, response.text
     query = parse_qs(urlsplit(response.headers["Location"]).query)
     assert query["redirect_uri"] == [f"{tool.url}/lti/launch"] and query["client_id"] == [CLIENT_ID]
+    cookie = response.headers["Set-Cookie"]  # kept in the LMS iframe: loopback counts as a secure context
+    assert "SameSite=None" in cookie and "Secure" in cookie and "HttpOnly" in cookie
     return session, query["state"][0], query["nonce"][0]
 
 
@@ -169,7 +171,7 @@ def test_blocked_cookies_offer_a_new_window(setup):
     """No state cookie came back (third-party cookies blocked): a new-window login, not an error."""
     platform, tool = setup
     _, state, nonce = login(tool, platform)
-    response = post_launch(tool, requests.Session(), state, platform.token(nonce, tool.url))
+    response = post_launch(tool, browser_session(), state, platform.token(nonce, tool.url))
     assert response.status_code == 200 and "Open the assignment in a new window" in response.text
     link = response.text.split('id="new-window" href="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
     query = parse_qs(urlsplit(link).query)

@@ -16,7 +16,7 @@ from lti_service.jobs import build_queue
 from lti_service.platforms import add_platform
 from lti_service.services import Services
 from tests.lti_service.conftest import notebook_bytes
-from tests.lti_service.tool import ToolProcess, free_port
+from tests.lti_service.tool import ToolProcess, browser_session, free_port
 
 
 def test_dynamic_registration_then_a_launch_works(tmp_path, built_assignment):
@@ -25,13 +25,13 @@ def test_dynamic_registration_then_a_launch_works(tmp_path, built_assignment):
     tool = ToolProcess(tmp_path / "tool", port=port)
     try:
         tool.start()
-        page = register(platform.url, requests.Session())
+        page = register(platform.url, browser_session())
         assert page.status_code == 200 and "Registration complete" in page.text, page.text[:1000]
         registered = requests.get(f"{platform.url}/_test/state", timeout=10).json()["tool"]
         listed = tool.cli("platform", "list")
         assert registered["dynamic"] and platform.url in listed and registered["client_id"] in listed
         assert f"deployments={registered['deployment_id']}" in listed
-        response = launch(platform.url, requests.Session(), user="student-ada")
+        response = launch(platform.url, browser_session(), user="student-ada")
         assert response.status_code == 200 and "Download the notebook" in response.text
     finally:
         tool.stop()

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from http.cookiejar import DefaultCookiePolicy
 from pathlib import Path
 
 import requests
@@ -89,6 +90,29 @@ class ToolProcess:
             except ValueError:
                 continue
         return events
+
+
+LOOPBACK_IS_SECURE = DefaultCookiePolicy(secure_protocols=("https", "wss", "http"))
+
+
+class BrowserSession(requests.Session):
+    """A requests session that, like a browser, sends Secure cookies to loopback addresses over HTTP.
+
+    Browsers treat loopback as potentially trustworthy, and the tool's state cookie is `Secure;
+    SameSite=None` there so that it survives the LMS iframe. requests copies the session's cookies into
+    a jar with the default policy for every request (and its redirects), so the policy is set there.
+    """
+
+    def prepare_request(self, request: requests.Request) -> requests.PreparedRequest:
+        prepared = super().prepare_request(request)
+        prepared._cookies.set_policy(LOOPBACK_IS_SECURE)  # the jar its redirects reuse too
+        prepared.headers.pop("Cookie", None)
+        prepared.prepare_cookies(prepared._cookies)
+        return prepared
+
+
+def browser_session() -> requests.Session:
+    return BrowserSession()
 
 
 def wait_for(condition, timeout: float = 60, interval: float = 0.05):
