@@ -33,10 +33,11 @@ def create_app(config: Config | None = None, services: Services | None = None, q
     if config.trust_proxy:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1, x_port=1, x_prefix=1)
 
-    from .views import lti, pages
+    from .views import lti, pages, staff
 
     app.register_blueprint(lti.bp)
     app.register_blueprint(pages.bp)
+    app.register_blueprint(staff.bp)
     app.register_error_handler(LaunchError, _launch_error)
     app.register_error_handler(RequestEntityTooLarge, _too_large)
     app.after_request(_security_headers)

@@ -89,6 +89,8 @@ class Attempt(Base):
     resource_link_id: Mapped[str] = mapped_column(String(400))
     user_id: Mapped[str] = mapped_column(String(400), index=True)
     lineitem_url: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    batch_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """the regrade batch this attempt is being graded again for, if any"""
     filename: Mapped[str] = mapped_column(String(300))
     notebook: Mapped[bytes] = mapped_column(LargeBinary)
     sha256: Mapped[str] = mapped_column(String(64))
@@ -103,6 +105,14 @@ class Attempt(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     graded_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    user_name: Mapped[str] = mapped_column(String(400), default="")
+    late_penalty: Mapped[float] = mapped_column(Float, default=0.0)
+    """percent taken off because it came after the due date (0 when on time)"""
+
+    @property
+    def final_score(self) -> float | None:
+        """The score after any late penalty: what counts for the gradebook."""
+        return None if self.score is None else self.score * (1 - self.late_penalty / 100)
 
 
 class Passback(Base):
@@ -125,6 +135,41 @@ class Passback(Base):
     last_timestamp: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     """the timestamp of the last score sent; the next one must be later (Moodle answers 409 otherwise)"""
     sent_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    batch_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """the re-send batch this row is being sent for, if any"""
+
+
+class LinkSettings(Base):
+    """Course staff's choices for one resource link (the defaults apply until they save)."""
+
+    __tablename__ = "link_settings"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    context_id: Mapped[str] = mapped_column(String(400))
+    resource_link_id: Mapped[str] = mapped_column(String(400))
+    score_policy: Mapped[str] = mapped_column(String(10), default="best")
+    attempt_limit: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    late_policy: Mapped[str] = mapped_column(String(10), default="accept")
+    """accept (no penalty), penalty (late_penalty percent off) or refuse"""
+    late_penalty: Mapped[float] = mapped_column(Float, default=0.0)
+    show_hidden_after_due: Mapped[bool] = mapped_column(default=False)
+
+
+class BatchJob(Base):
+    """Long work started from the dashboard (regrade all, re-send grades): progress lives here."""
+
+    __tablename__ = "batch_jobs"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    context_id: Mapped[str] = mapped_column(String(400))
+    resource_link_id: Mapped[str] = mapped_column(String(400))
+    kind: Mapped[str] = mapped_column(String(20))
+    """regrade or resend"""
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    done: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class Database:

@@ -14,29 +14,33 @@ from sqlalchemy import or_, select, update
 from autograder import GradeOptions, SandboxUnavailable, grade_submission
 
 from .db import Attempt, utcnow
+from .link_settings import link_key, rules_for
 from .services import Services
+
+
+class SubmissionRefused(Exception):
+    """The course's settings refuse this upload (attempt limit, late work); str() says why."""
 
 
 def create_attempt(services: Services, launch, filename: str, data: bytes) -> tuple[Attempt, bool]:
     """Store an upload durably; the same notebook sent twice (a double click) makes one attempt.
 
-    Returns the attempt and whether it is new (only a new attempt needs a grading job).
+    Returns the attempt and whether it is new (only a new attempt needs a grading job). Raises
+    SubmissionRefused when the link's settings refuse a new attempt now.
     """
     digest = hashlib.sha256(data).hexdigest()
-    key = dict(
-        platform_id=launch.platform_id,
-        context_id=launch.context_id,
-        resource_link_id=launch.resource_link_id,
-        user_id=launch.user_id,
-    )
+    key = dict(link_key(launch), user_id=launch.user_id)
     with services.db.session() as session:
         existing = session.scalars(select(Attempt).filter_by(**key, sha256=digest)).first()
-        if existing is not None:
-            return existing, False
-        ags = launch.claims.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint", {})
-        attempt = Attempt(
-            **key, filename=filename[:300], notebook=data, sha256=digest, lineitem_url=ags.get("lineitem")
-        )
+    if existing is not None:
+        return existing, False
+    rules = rules_for(services, launch)
+    if rules.refusal:
+        raise SubmissionRefused(rules.refusal)
+    ags = launch.claims.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint", {})
+    with services.db.session() as session:
+        attempt = Attempt(**key, filename=filename[:300], notebook=data, sha256=digest, user_name=launch.user_name)
+        attempt.lineitem_url, attempt.late_penalty = ags.get("lineitem"), rules.late_penalty
         session.add(attempt)
     return attempt, True
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from huey import Huey, RedisHuey, SqliteHuey, crontab
 
-from . import grading, passback
-from .db import Launch, utcnow
+from . import batches, grading, passback
+from .db import Attempt, Launch, Passback, utcnow
 from .lti.storage import DatabaseLaunchDataStorage
 from .services import Services
 
@@ -45,7 +45,10 @@ def build_queue(services: Services) -> Queue:
     @huey.task(name="grade")
     def grade(attempt_id: int) -> None:
         attempt = grading.grade_attempt(services, attempt_id)
-        if attempt is not None and attempt.status == "graded" and attempt.lineitem_url:
+        if attempt is None:
+            return
+        batches.finish(services, Attempt, attempt.id, failed=attempt.status != "graded")
+        if attempt.status == "graded" and attempt.lineitem_url:
             send_score(passback.record_grade(services, attempt))
 
     @huey.task(name="send_score")
@@ -53,6 +56,8 @@ def build_queue(services: Services) -> Queue:
         delay = passback.send(services, passback_id)
         if delay is not None:
             send_score.schedule((passback_id,), delay=delay)
+        elif (status := passback.status_of(services, passback_id)) in ("sent", "failed"):
+            batches.finish(services, Passback, passback_id, failed=status == "failed")
 
     @huey.periodic_task(crontab(minute="*"), name="sweep")
     def sweep() -> None:

@@ -12,6 +12,7 @@ import datetime as dt
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
+from . import link_settings
 from .ags import AgsError
 from .db import Attempt, Passback, Platform, utcnow
 from .services import Services
@@ -38,25 +39,34 @@ def record_grade(services: Services, attempt: Attempt) -> int:
     raise RuntimeError("could not record the grade for passback")
 
 
+def counting_attempt(attempts: list[Attempt], policy: str) -> Attempt | None:
+    """The graded attempt the gradebook shows: the newest (policy "latest") or the best after late
+    penalties (the first of equals: a resubmission of the same score changes nothing)."""
+    graded = [a for a in attempts if a.status == "graded" and a.max_score]
+    if not graded:
+        return None
+    if policy == "latest":
+        return max(graded, key=lambda a: a.id)
+    return max(graded, key=lambda a: (a.final_score / a.max_score, -a.id))
+
+
 def score_to_send(services: Services, row: Passback) -> Attempt | None:
-    """The attempt whose score the gradebook should show under the score policy."""
+    """The attempt whose score the gradebook should show under the link's score policy."""
     with services.db.session() as session:
         graded = session.scalars(
-            select(Attempt)
-            .where(
+            select(Attempt).where(
                 Attempt.platform_id == row.platform_id,
                 Attempt.context_id == row.context_id,
                 Attempt.resource_link_id == row.resource_link_id,
                 Attempt.user_id == row.user_id,
                 Attempt.status == "graded",
             )
-            .order_by(Attempt.graded_at, Attempt.id)
         ).all()
-    if not graded:
-        return None
-    if services.config.score_policy == "latest":
-        return graded[-1]
-    return max(graded, key=lambda a: (a.score / a.max_score if a.max_score else 0, -a.id))
+    return counting_attempt(list(graded), link_settings.load(services, _link(row)).score_policy)
+
+
+def _link(row: Passback) -> dict:
+    return dict(platform_id=row.platform_id, context_id=row.context_id, resource_link_id=row.resource_link_id)
 
 
 def lease(services: Services, passback_id: int) -> Passback | None:
@@ -88,14 +98,15 @@ def send(services: Services, passback_id: int) -> float | None:
     except AgsError as error:
         return _failed_try(services, row, error, timestamp)
     return _settle(
-        services, row.id, status="sent", sent_score=attempt.score, last_timestamp=timestamp, sent_at=utcnow(),
+        services, row.id, status="sent", sent_score=attempt.final_score, last_timestamp=timestamp, sent_at=utcnow(),
         last_error=None,
     )  # fmt: skip
 
 
 def _score_body(services: Services, row: Passback, attempt: Attempt, maximum: float, timestamp: dt.datetime) -> dict:
-    fraction = attempt.score / attempt.max_score if attempt.max_score else 0.0
-    policy = "best attempt" if services.config.score_policy == "best" else "latest attempt"
+    fraction = attempt.final_score / attempt.max_score if attempt.max_score else 0.0
+    policy = link_settings.load(services, _link(row)).score_policy
+    late = f", {attempt.late_penalty:g}% late penalty" if attempt.late_penalty else ""
     return {
         "userId": row.user_id,
         "scoreGiven": round(fraction * maximum, 4),
@@ -103,7 +114,7 @@ def _score_body(services: Services, row: Passback, attempt: Attempt, maximum: fl
         "activityProgress": "Submitted",
         "gradingProgress": "FullyGraded",
         "timestamp": timestamp.isoformat(timespec="milliseconds") + "Z",
-        "comment": f"{attempt.score:g}/{attempt.max_score:g} points ({policy}, graded automatically)",
+        "comment": f"{attempt.final_score:g}/{attempt.max_score:g} points ({policy} attempt{late}, graded by the tool)",
     }
 
 
@@ -131,6 +142,12 @@ def _settle(services: Services, passback_id: int, **values) -> None:
         row = session.get(Passback, passback_id)
         for name, value in values.items():
             setattr(row, name, value)
+
+
+def status_of(services: Services, passback_id: int) -> str | None:
+    with services.db.session() as session:
+        row = session.get(Passback, passback_id)
+        return row.status if row else None
 
 
 def due_passbacks(services: Services) -> list[int]:

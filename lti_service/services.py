@@ -24,6 +24,12 @@ class Services:
     launches: LaunchServices
     platforms: PlatformDirectory
 
+    def assignment_points(self) -> float:
+        """The assignment's total points, from the autograder zip (cached by the grader)."""
+        from autograder import load_assignment
+
+        return float(sum(tf.possible for tf in load_assignment(self.config.autograder_zip).parse_tests()))
+
     @classmethod
     def from_config(cls, config: Config) -> Services:
         config.data_dir.mkdir(parents=True, exist_ok=True)

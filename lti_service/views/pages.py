@@ -13,8 +13,10 @@ from sqlalchemy import select
 from autograder import InvalidSubmission, check_submission
 
 from ..db import Attempt, Launch, Passback, Platform, utcnow
-from ..grading import create_attempt
+from ..grading import SubmissionRefused, create_attempt
+from ..link_settings import SubmissionRules, rules_for
 from ..lti.deep_linking import presentation_target, resource_link_item, response_jwt
+from ..passback import counting_attempt
 from . import queue, services
 
 bp = Blueprint("pages", __name__, url_prefix="/a")
@@ -45,25 +47,33 @@ def is_staff(launch: Launch) -> bool:
     return any(role.endswith(STAFF_ROLES) for role in launch.roles)
 
 
-def assignment_points() -> float:
-    from autograder import load_assignment
-
-    return float(sum(tf.possible for tf in load_assignment(services().config.autograder_zip).parse_tests()))
-
-
 @bp.get("/<launch_id>")
 def assignment(launch_id: str):
+    """Course staff get the dashboard of the link; everyone else the assignment."""
+    launch = current_launch(launch_id)
+    if is_staff(launch) and launch.message_type == "LtiResourceLinkRequest":
+        from .staff import dashboard_page  # staff imports this module
+
+        return dashboard_page(launch)
+    return assignment_page(launch)
+
+
+@bp.get("/<launch_id>/student")
+def student_view(launch_id: str):
+    """The assignment as students see it (for staff, a preview where their own uploads are graded too)."""
     return assignment_page(current_launch(launch_id))
 
 
 def assignment_page(launch: Launch, error: str | None = None) -> str:
+    rules = rules_for(services(), launch)
     return render_template(
         "assignment.html",
         launch=launch,
         title=services().config.assignment_title,
-        points=assignment_points(),
+        points=services().assignment_points(),
         due_at=launch.claims.get(LTI + "custom", {}).get("due_at"),
-        attempts=attempt_rows(launch),
+        rules=rules,
+        attempts=attempt_rows(launch, rules),
         csrf_token=csrf_token(launch),
         max_mb=services().config.max_upload_bytes / 1024 / 1024,
         staff=is_staff(launch),
@@ -85,7 +95,10 @@ def upload(launch_id: str):
         check_submission(services().config.autograder_zip, data, services().config.max_upload_bytes)
     except InvalidSubmission as error:
         return _back_with_error(launch, f"Your file was not accepted: {error}. Nothing was saved.")
-    attempt, new = create_attempt(services(), launch, file.filename, data)
+    try:
+        attempt, new = create_attempt(services(), launch, file.filename, data)
+    except SubmissionRefused as refused:
+        return _back_with_error(launch, f"{refused} Nothing was saved.")
     if new:
         queue().grade(attempt.id)
     return redirect(url_for("pages.assignment", launch_id=launch.id) + f"#attempt-{attempt.id}", 303)
@@ -97,12 +110,16 @@ def _back_with_error(launch: Launch, message: str):
 
 @bp.get("/<launch_id>/attempts.json")
 def attempts_json(launch_id: str):
-    """The page polls this to show status changes live."""
-    return {"attempts": attempt_rows(current_launch(launch_id))}
+    """The page polls this to show status changes live (the same HTML as the page, from one template)."""
+    launch = current_launch(launch_id)
+    attempts = attempt_rows(launch, rules_for(services(), launch))
+    pending = any(a["status"] in ("queued", "grading") for a in attempts)
+    return {"attempts": attempts, "pending": pending, "html": render_template("attempts.html", attempts=attempts)}
 
 
-def attempt_rows(launch: Launch) -> list[dict]:
-    """This user's attempts on this resource link, newest first, in the student view."""
+def attempt_rows(launch: Launch, rules: SubmissionRules) -> list[dict]:
+    """This user's attempts on this resource link, newest first, in the student view (hidden tests as
+    counts, unless staff chose to show them once the due date has passed)."""
     with services().db.session() as session:
         attempts = session.scalars(
             select(Attempt)
@@ -120,6 +137,8 @@ def attempt_rows(launch: Launch) -> list[dict]:
                 select(Passback).filter_by(platform_id=launch.platform_id, user_id=launch.user_id)
             )
         }
+    counting = counting_attempt(list(attempts), rules.settings.score_policy)
+    feedback = "result" if rules.hidden_results_visible else "feedback"
     rows = []
     for number, attempt in zip(range(len(attempts), 0, -1), attempts, strict=True):
         passback = passbacks.get(attempt.lineitem_url)
@@ -130,11 +149,14 @@ def attempt_rows(launch: Launch) -> list[dict]:
                 "filename": attempt.filename,
                 "submitted": attempt.created_at.strftime("%Y-%m-%d %H:%M UTC"),
                 "status": attempt.status,
-                "score": attempt.score,
+                "score": attempt.final_score,
+                "raw_score": attempt.score,
+                "late_penalty": attempt.late_penalty,
                 "max_score": attempt.max_score,
                 "error": attempt.error,
-                "questions": (attempt.feedback or {}).get("questions", []),
-                "gradebook": _gradebook_status(attempt, passback),
+                "questions": (getattr(attempt, feedback) or {}).get("questions", []),
+                "counts": attempt is counting,
+                "gradebook": _gradebook_status(attempt, passback) if attempt is counting else "",
             }
         )
     return rows
@@ -165,7 +187,7 @@ def deep_link(launch_id: str):
         "deep_link.html",
         launch=launch,
         title=services().config.assignment_title,
-        points=assignment_points(),
+        points=services().assignment_points(),
         csrf_token=csrf_token(launch),
     )
 
@@ -182,7 +204,7 @@ def deep_link_choose(launch_id: str):
     item = resource_link_item(
         title,
         url_for("lti.launch", _external=True),
-        assignment_points(),
+        services().assignment_points(),
         "decode",
         presentation_target(launch.claims),
     )

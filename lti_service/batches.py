@@ -1,0 +1,77 @@
+"""Long work started from the dashboard: regrade every attempt of a link, re-send its grades.
+
+A BatchJob row counts progress; each attempt or passback row carries the batch id until its job ends,
+and the job that ends it clears the id and counts it (once, whatever retries happen), so progress
+survives reloads and restarts and is the same on every web process.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+
+from .db import Attempt, BatchJob, Passback, utcnow
+from .services import Services
+
+
+def start_regrade(services: Services, key: dict) -> tuple[BatchJob, list[int]]:
+    """Queue every finished attempt of the link again (after staff changed a test and rebuilt)."""
+    with services.db.session() as session:
+        job = BatchJob(**key, kind="regrade")
+        session.add(job)
+        session.flush()
+        ids = list(session.scalars(select(Attempt.id).filter_by(**key).where(Attempt.status.in_(("graded", "failed")))))
+        session.execute(update(Attempt).where(Attempt.id.in_(ids)).values(status="queued", batch_id=job.id, error=None))
+        job.total = len(ids)
+    return job, ids
+
+
+def start_resend(services: Services, key: dict) -> tuple[BatchJob, list[int]]:
+    """Send again every grade of the link that is pending or failed."""
+    with services.db.session() as session:
+        job = BatchJob(**key, kind="resend")
+        session.add(job)
+        session.flush()
+        ids = list(
+            session.scalars(select(Passback.id).filter_by(**key).where(Passback.status.in_(("pending", "failed"))))
+        )
+        session.execute(
+            update(Passback)
+            .where(Passback.id.in_(ids))
+            .values(status="pending", tries=0, next_try_at=utcnow(), batch_id=job.id)
+        )
+        job.total = len(ids)
+    return job, ids
+
+
+def finish(services: Services, model: type[Attempt] | type[Passback], row_id: int, failed: bool) -> None:
+    """Count a finished attempt or passback in its batch, if it belongs to one (exactly once)."""
+    with services.db.session() as session:
+        batch_id = session.scalar(select(model.batch_id).where(model.id == row_id))
+        if batch_id is None:
+            return
+        cleared = session.execute(
+            update(model).where(model.id == row_id, model.batch_id == batch_id).values(batch_id=None)
+        )
+        if cleared.rowcount == 1:
+            counter = BatchJob.failed if failed else BatchJob.done
+            session.execute(update(BatchJob).where(BatchJob.id == batch_id).values({counter: counter + 1}))
+
+
+def progress(job: BatchJob) -> dict:
+    verb = {"regrade": "Regrading", "resend": "Re-sending grades"}[job.kind]
+    finished = job.done + job.failed >= job.total
+    text = f"{verb}: {job.done + job.failed} of {job.total} done"
+    text += f", {job.failed} failed" if job.failed else ""
+    text += " (finished)." if finished else "…"
+    return {"id": job.id, "kind": job.kind, "total": job.total, "done": job.done, "failed": job.failed,
+            "finished": finished, "text": text}  # fmt: skip
+
+
+def recent(services: Services, key: dict, limit: int = 3) -> list[BatchJob]:
+    with services.db.session() as session:
+        return list(session.scalars(select(BatchJob).filter_by(**key).order_by(BatchJob.id.desc()).limit(limit)))
+
+
+def get(services: Services, key: dict, job_id: int) -> BatchJob | None:
+    with services.db.session() as session:
+        return session.scalars(select(BatchJob).filter_by(**key, id=job_id)).first()

@@ -1,0 +1,121 @@
+"""What course staff see for one resource link: the roster merged with attempts, charts data, CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from . import nrps
+from .ags import AgsError
+from .db import Attempt, Passback, Platform
+from .link_settings import link_key, load
+from .passback import counting_attempt
+from .services import Services
+
+NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+GRADEBOOK_LABELS = {"sent": "sent", "pending": "pending", "failed": "failed"}
+
+
+@dataclass
+class StudentRow:
+    user_id: str
+    name: str
+    attempts: int = 0
+    best: float | None = None
+    latest: float | None = None
+    gradebook_score: float | None = None
+    last_submitted: str = ""
+    gradebook: str = ""
+
+    @property
+    def submitted(self) -> bool:
+        return self.attempts > 0
+
+
+@dataclass
+class Dashboard:
+    rows: list[StudentRow]
+    roster_error: str | None
+    max_score: float
+    question_rates: dict[str, float]
+
+    @property
+    def gradebook_scores(self) -> list[float]:
+        return [r.gradebook_score for r in self.rows if r.gradebook_score is not None]
+
+
+def link_attempts(services: Services, launch) -> list[Attempt]:
+    with services.db.session() as session:
+        return list(session.scalars(select(Attempt).filter_by(**link_key(launch)).order_by(Attempt.id)))
+
+
+def build(services: Services, launch) -> Dashboard:
+    key = link_key(launch)
+    attempts = link_attempts(services, launch)
+    policy = load(services, key).score_policy
+    with services.db.session() as session:
+        passbacks = {p.user_id: p for p in session.scalars(select(Passback).filter_by(**key))}
+        platform = session.get(Platform, launch.platform_id)
+    roster, roster_error = _roster(services, platform, launch)
+    by_user: dict[str, list[Attempt]] = {}
+    for attempt in attempts:
+        by_user.setdefault(attempt.user_id, []).append(attempt)
+    names = {m["user_id"]: m.get("name") or m["user_id"] for m in roster if nrps.is_learner(m)}
+    names |= {a.user_id: a.user_name or names.get(a.user_id) or a.user_id for a in attempts if a.user_id not in names}
+    rows = [
+        _row(user_id, name, by_user.get(user_id, []), policy, passbacks.get(user_id)) for user_id, name in names.items()
+    ]
+    rows.sort(key=lambda r: (r.submitted, r.name.lower()))
+    counted = [counting_attempt(user_attempts, policy) for user_attempts in by_user.values()]
+    counted = [a for a in counted if a is not None]
+    max_score = next((a.max_score for a in counted), None) or services.assignment_points()
+    return Dashboard(rows, roster_error, max_score, _question_rates(counted))
+
+
+def _roster(services: Services, platform: Platform, launch) -> tuple[list[dict], str | None]:
+    url = launch.claims.get(NRPS_CLAIM, {}).get("context_memberships_url")
+    if not url:
+        return [], "The platform did not offer the course roster (Names and Role Provisioning Services)."
+    try:
+        return nrps.members(services.ags, platform, url), None
+    except AgsError as error:
+        return [], f"The course roster could not be read from the platform: {error}"
+
+
+def _row(user_id: str, name: str, attempts: list[Attempt], policy: str, passback: Passback | None) -> StudentRow:
+    row = StudentRow(user_id, name, attempts=len(attempts))
+    graded = [a for a in attempts if a.status == "graded"]
+    if graded:
+        row.best = max(a.final_score for a in graded)
+        row.latest = max(graded, key=lambda a: a.id).final_score
+        row.gradebook_score = counting_attempt(graded, policy).final_score
+    if attempts:
+        row.last_submitted = max(a.created_at for a in attempts).strftime("%Y-%m-%d %H:%M UTC")
+    if passback is not None:
+        row.gradebook = GRADEBOOK_LABELS[passback.status] + (
+            f" ({passback.last_error})" if passback.status == "failed" else ""
+        )
+    return row
+
+
+def _question_rates(counted: list[Attempt]) -> dict[str, float]:
+    """Per question, the share of students whose counted attempt has full marks."""
+    totals: dict[str, list[bool]] = {}
+    for attempt in counted:
+        for question in (attempt.result or {}).get("questions", []):
+            totals.setdefault(question["name"], []).append(question["score"] >= question["max_score"])
+    return {name: sum(full) / len(full) for name, full in totals.items()}
+
+
+def scores_csv(dashboard: Dashboard) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["user_id", "name", "attempts", "best", "latest", "gradebook_score", "last_submitted", "gradebook"])
+    for r in dashboard.rows:
+        writer.writerow(
+            [r.user_id, r.name, r.attempts, r.best, r.latest, r.gradebook_score, r.last_submitted, r.gradebook]
+        )
+    return out.getvalue()

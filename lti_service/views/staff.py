@@ -1,0 +1,131 @@
+"""The instructor dashboard of one resource link and its actions; course staff of that link only."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
+from sqlalchemy import select
+
+from .. import batches, charts, dashboard
+from ..db import Attempt, Launch, Passback
+from ..link_settings import link_key, load, save
+from . import queue, services
+from .pages import check_csrf, csrf_token, current_launch, is_staff
+
+bp = Blueprint("staff", __name__, url_prefix="/a/<launch_id>/staff")
+
+
+def staff_launch(launch_id: str) -> Launch:
+    """The launch, if it is course staff's launch of a resource link; 403 for anyone else."""
+    launch = current_launch(launch_id)
+    if not is_staff(launch) or launch.message_type != "LtiResourceLinkRequest":
+        abort(403, "This page is for the course's instructors and teaching assistants.")
+    return launch
+
+
+def dashboard_page(launch: Launch, message: str | None = None) -> str:
+    board = dashboard.build(services(), launch)
+    attempts_by_user: dict[str, list] = {}
+    for attempt in dashboard.link_attempts(services(), launch):
+        attempts_by_user.setdefault(attempt.user_id, []).append(attempt)
+    return render_template(
+        "dashboard.html",
+        launch=launch,
+        board_attempts=attempts_by_user,
+        title=services().config.assignment_title,
+        board=board,
+        histogram=charts.score_histogram(board.gradebook_scores, board.max_score),
+        pass_rates=charts.pass_rates(board.question_rates),
+        settings=load(services(), link_key(launch)),
+        jobs=[batches.progress(job) for job in batches.recent(services(), link_key(launch))],
+        csrf_token=csrf_token(launch),
+        message=message,
+    )
+
+
+@bp.post("/settings")
+def settings(launch_id: str):
+    launch = staff_launch(launch_id)
+    check_csrf(launch)
+    form = request.form
+    try:
+        limit = int(form["attempt_limit"]) if form.get("attempt_limit", "").strip() else None
+        penalty = float(form.get("late_penalty") or 0)
+    except ValueError:
+        return dashboard_page(launch, "The attempt limit and the late penalty must be numbers."), 400
+    if form.get("score_policy") not in ("best", "latest") or form.get("late_policy") not in (
+        "accept",
+        "penalty",
+        "refuse",
+    ):
+        return dashboard_page(launch, "Choose one of the offered options."), 400
+    if (limit is not None and limit < 1) or not 0 <= penalty <= 100:
+        return dashboard_page(launch, "The attempt limit must be at least 1 and the penalty between 0 and 100%."), 400
+    save(
+        services(), link_key(launch), score_policy=form["score_policy"], attempt_limit=limit,
+        late_policy=form["late_policy"], late_penalty=penalty, show_hidden_after_due="show_hidden_after_due" in form,
+    )  # fmt: skip
+    return redirect(url_for("pages.assignment", launch_id=launch.id) + "#settings", 303)
+
+
+@bp.post("/regrade")
+def regrade(launch_id: str):
+    """Grade every attempt of this link again, e.g. after staff changed a test and rebuilt the zip."""
+    launch = staff_launch(launch_id)
+    check_csrf(launch)
+    job, attempt_ids = batches.start_regrade(services(), link_key(launch))
+    for attempt_id in attempt_ids:
+        queue().grade(attempt_id)
+    return redirect(url_for("pages.assignment", launch_id=launch.id) + f"#job-{job.id}", 303)
+
+
+@bp.post("/resend")
+def resend(launch_id: str):
+    launch = staff_launch(launch_id)
+    check_csrf(launch)
+    job, passback_ids = batches.start_resend(services(), link_key(launch))
+    for passback_id in passback_ids:
+        queue().send_score(passback_id)
+    return redirect(url_for("pages.assignment", launch_id=launch.id) + f"#job-{job.id}", 303)
+
+
+@bp.get("/jobs/<int:job_id>.json")
+def job_progress(launch_id: str, job_id: int):
+    job = batches.get(services(), link_key(staff_launch(launch_id)), job_id)
+    if job is None:
+        abort(404)
+    return batches.progress(job)
+
+
+@bp.get("/scores.csv")
+def scores_csv(launch_id: str):
+    launch = staff_launch(launch_id)
+    body = dashboard.scores_csv(dashboard.build(services(), launch))
+    headers = {"Content-Disposition": f'attachment; filename="scores-{launch.resource_link_id[:40]}.csv"'}
+    return Response(body, mimetype="text/csv", headers=headers)
+
+
+def link_attempt(launch: Launch, attempt_id: int) -> Attempt:
+    """An attempt of this launch's link (404 for any other link's, context's or platform's)."""
+    with services().db.session() as session:
+        attempt = session.scalars(select(Attempt).filter_by(**link_key(launch), id=attempt_id)).first()
+    if attempt is None:
+        abort(404)
+    return attempt
+
+
+@bp.get("/attempts/<int:attempt_id>")
+def attempt_detail(launch_id: str, attempt_id: int):
+    """The staff view of one attempt: every test, hidden ones with their messages, and cell errors."""
+    launch = staff_launch(launch_id)
+    attempt = link_attempt(launch, attempt_id)
+    with services().db.session() as session:
+        passback = session.scalars(select(Passback).filter_by(**link_key(launch), user_id=attempt.user_id)).first()
+    return render_template("attempt_detail.html", launch=launch, attempt=attempt, passback=passback,
+                           title=services().config.assignment_title)  # fmt: skip
+
+
+@bp.get("/attempts/<int:attempt_id>/notebook")
+def attempt_notebook(launch_id: str, attempt_id: int):
+    attempt = link_attempt(staff_launch(launch_id), attempt_id)
+    headers = {"Content-Disposition": f'attachment; filename="attempt-{attempt.id}-{attempt.user_id[:40]}.ipynb"'}
+    return Response(attempt.notebook, mimetype="application/x-ipynb+json", headers=headers)
