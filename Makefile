@@ -34,9 +34,11 @@ $(INSTALLED): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	@touch $@
 
-# System tools from Debian (we run as root on the target machines).
+# System tools from Debian (we run as root on the target machines): the sandbox, and the browser the
+# end-to-end tests drive.
 system-deps:
-	@command -v bwrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; }
+	@if ! command -v bwrap >/dev/null || ! test -x /usr/bin/chromium; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap chromium; fi
 
 # Speed, not part of `make test` (a few minutes): stock `otter run` against our grader side by side,
 # then the LTI tool's launch handling and upload-to-score latency.

@@ -12,33 +12,23 @@ from sqlalchemy import select, update
 from .db import Attempt, BatchJob, Passback, utcnow
 from .services import Services
 
+# What each kind of batch does to the rows it takes: which rows, and how they are reset to be done again.
+KINDS = {
+    "regrade": (Attempt, ("graded", "failed"), lambda: {"status": "queued", "error": None}),
+    "resend": (Passback, ("pending", "failed"), lambda: {"status": "pending", "tries": 0, "next_try_at": utcnow()}),
+}
 
-def start_regrade(services: Services, key: dict) -> tuple[BatchJob, list[int]]:
-    """Queue every finished attempt of the link again (after staff changed a test and rebuilt)."""
+
+def start(services: Services, key: dict, kind: str) -> tuple[BatchJob, list[int]]:
+    """Reset every row of the link that the kind covers (regrade: finished attempts, e.g. after staff
+    changed a test and rebuilt; resend: grades pending or failed) and tag them with a new batch."""
+    model, statuses, reset = KINDS[kind]
     with services.db.session() as session:
-        job = BatchJob(**key, kind="regrade")
+        job = BatchJob(**key, kind=kind)
         session.add(job)
         session.flush()
-        ids = list(session.scalars(select(Attempt.id).filter_by(**key).where(Attempt.status.in_(("graded", "failed")))))
-        session.execute(update(Attempt).where(Attempt.id.in_(ids)).values(status="queued", batch_id=job.id, error=None))
-        job.total = len(ids)
-    return job, ids
-
-
-def start_resend(services: Services, key: dict) -> tuple[BatchJob, list[int]]:
-    """Send again every grade of the link that is pending or failed."""
-    with services.db.session() as session:
-        job = BatchJob(**key, kind="resend")
-        session.add(job)
-        session.flush()
-        ids = list(
-            session.scalars(select(Passback.id).filter_by(**key).where(Passback.status.in_(("pending", "failed"))))
-        )
-        session.execute(
-            update(Passback)
-            .where(Passback.id.in_(ids))
-            .values(status="pending", tries=0, next_try_at=utcnow(), batch_id=job.id)
-        )
+        ids = list(session.scalars(select(model.id).filter_by(**key).where(model.status.in_(statuses))))
+        session.execute(update(model).where(model.id.in_(ids)).values(**reset(), batch_id=job.id))
         job.total = len(ids)
     return job, ids
 

@@ -70,21 +70,20 @@ def settings(launch_id: str):
 @bp.post("/regrade")
 def regrade(launch_id: str):
     """Grade every attempt of this link again, e.g. after staff changed a test and rebuilt the zip."""
-    launch = staff_launch(launch_id)
-    check_csrf(launch)
-    job, attempt_ids = batches.start_regrade(services(), link_key(launch))
-    for attempt_id in attempt_ids:
-        queue().grade(attempt_id)
-    return redirect(url_for("pages.assignment", launch_id=launch.id) + f"#job-{job.id}", 303)
+    return _start_batch(launch_id, "regrade", queue().grade)
 
 
 @bp.post("/resend")
 def resend(launch_id: str):
+    return _start_batch(launch_id, "resend", queue().send_score)
+
+
+def _start_batch(launch_id: str, kind: str, enqueue) -> Response:
     launch = staff_launch(launch_id)
     check_csrf(launch)
-    job, passback_ids = batches.start_resend(services(), link_key(launch))
-    for passback_id in passback_ids:
-        queue().send_score(passback_id)
+    job, row_ids = batches.start(services(), link_key(launch), kind)
+    for row_id in row_ids:
+        enqueue(row_id)
     return redirect(url_for("pages.assignment", launch_id=launch.id) + f"#job-{job.id}", 303)
 
 
