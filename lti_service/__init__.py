@@ -38,10 +38,16 @@ def create_app(config: Config | None = None, services: Services | None = None, q
     app.register_blueprint(lti.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(staff.bp)
+    app.add_template_filter(_number, "number")
     app.register_error_handler(LaunchError, _launch_error)
     app.register_error_handler(RequestEntityTooLarge, _too_large)
     app.after_request(_security_headers)
     return app
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    """16.0 -> "16", 14.5 -> "14.5", 0.3333 -> "0.33"; None -> "–"."""
+    return "–" if value is None else f"{round(value, digits):g}"
 
 
 def _launch_error(error: LaunchError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from html import escape
 
 WIDTH, HEIGHT, MARGIN = 560, 220, 36
+LABEL_ROOM = 90  # below and right of the axis, for the slanted labels
 
 
 def score_histogram(scores: list[float], max_score: float, bins: int = 8) -> str:
@@ -41,7 +42,7 @@ def _bars(title_id: str, title: str, description: str, labels: list[str], values
             f'transform="rotate(20 {x + slot * 0.4:.1f} {HEIGHT - MARGIN + 14})">{escape(label)}</text>'
         )
     return (
-        f'<svg role="img" aria-labelledby="{title_id}" viewBox="0 0 {WIDTH} {HEIGHT + 40}" '
+        f'<svg role="img" aria-labelledby="{title_id}" viewBox="0 0 {WIDTH + LABEL_ROOM} {HEIGHT + LABEL_ROOM}" '
         f'xmlns="http://www.w3.org/2000/svg" class="chart"><title id="{title_id}">{escape(description)}</title>'
         f'<line x1="{MARGIN}" y1="{HEIGHT - MARGIN}" x2="{WIDTH - MARGIN}" y2="{HEIGHT - MARGIN}" class="axis"/>'
         f"{''.join(bars)}</svg>"

@@ -1,11 +1,12 @@
 // Progressive enhancement only: every page works without JavaScript.
 "use strict";
 
-// Live status: while an attempt is queued or grading, refresh the attempts list (rendered by the server).
+// Live status: while an attempt is queued, grading, or its grade is on its way to the gradebook, refresh the
+// attempts list (rendered by the server).
 function watchAttempts() {
   const box = document.getElementById("attempts");
   if (!box) return;
-  const pending = () => box.querySelector('[data-status="queued"], [data-status="grading"]') !== null;
+  const pending = () => box.querySelector("[data-pending]") !== null;
   async function refresh() {
     try {
       const response = await fetch(box.dataset.url, { credentials: "same-origin" });
@@ -55,7 +56,14 @@ function closeRegistration() {
   (window.opener || window.parent).postMessage({ subject: "org.imsglobal.lti.close" }, "*");
 }
 
+// An upload error is where a keyboard or screen-reader user should land.
+function focusError() {
+  const error = document.getElementById("upload-error");
+  if (error) error.focus();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  focusError();
   watchAttempts();
   watchJobs();
   autosubmit();

@@ -24,6 +24,7 @@ LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
 STAFF_ROLES = ("#Instructor", "#TeachingAssistant", "#Administrator", "#ContentDeveloper")
 PASSBACK_LABELS = {"sent": "sent to the gradebook", "pending": "pending", "failed": "failed"}
+UNSETTLED = ("pending", "failed, will retry")  # the page keeps watching an attempt while its grade travels
 
 
 def current_launch(launch_id: str) -> Launch:
@@ -113,7 +114,7 @@ def attempts_json(launch_id: str):
     """The page polls this to show status changes live (the same HTML as the page, from one template)."""
     launch = current_launch(launch_id)
     attempts = attempt_rows(launch, rules_for(services(), launch))
-    pending = any(a["status"] in ("queued", "grading") for a in attempts)
+    pending = any(a["pending"] for a in attempts)
     return {"attempts": attempts, "pending": pending, "html": render_template("attempts.html", attempts=attempts)}
 
 
@@ -159,6 +160,7 @@ def attempt_rows(launch: Launch, rules: SubmissionRules) -> list[dict]:
                 "gradebook": _gradebook_status(attempt, passback) if attempt is counting else "",
             }
         )
+        rows[-1]["pending"] = attempt.status in ("queued", "grading") or rows[-1]["gradebook"] in UNSETTLED
     return rows
 
 

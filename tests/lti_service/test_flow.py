@@ -20,7 +20,7 @@ def test_deep_linking_creates_the_gradebook_column(lms):
 
 def test_student_uploads_and_the_score_reaches_the_gradebook(lms):
     page = lms.open("student-ada", "decode-1")
-    assert TITLE in page.html and "16.0 points" in page.html
+    assert TITLE in page.html and "16 points" in page.html
     assert '<input type="file" id="notebook" name="notebook"' in page.html
     download = page.session.get(f"{page.url}/notebook")
     assert download.content == STUDENT_NOTEBOOK.read_bytes()

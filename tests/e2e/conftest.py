@@ -1,0 +1,133 @@
+"""Real-browser fixtures: one LMS (dev platform + tool) per module and headless Chromium with its own profile.
+
+Chromium comes from Debian (/usr/bin/chromium); Playwright only drives it (never `playwright install`).
+The tool (127.0.0.1) in the platform's iframe (127.0.0.2) is a third party: whether its state cookie is kept
+is a profile preference, written before the browser starts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.lti_service.conftest import Lms, start_lms
+from tests.submissions import ROOT
+
+if TYPE_CHECKING:
+    from playwright.sync_api import BrowserContext, Page, Playwright
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+# Chromium's CookieControlsMode: 0 allows third-party cookies, 1 blocks them, 2 blocks them in incognito only
+# (so 2 does not block in this persistent profile; measured with Chromium 156). The old boolean is kept too.
+ALLOW_THIRD_PARTY_COOKIES = {"profile": {"cookie_controls_mode": 0, "block_third_party_cookies": False}}
+BLOCK_THIRD_PARTY_COOKIES = {"profile": {"cookie_controls_mode": 1, "block_third_party_cookies": True}}
+ARTIFACTS = ROOT / "test-artifacts" / "e2e"
+STRETCH = "(frame, height) => [frame.style.height, (frame.style.height = `${height + 4}px`)][0]"  # -> old height
+TIMEOUT_MS = 15_000  # any single step (navigation, element); grading has its own, longer wait
+
+
+@pytest.fixture(scope="module")
+def lms(tmp_path_factory, built_assignment) -> Iterator[Lms]:
+    lms = start_lms(tmp_path_factory.mktemp("lms"))
+    yield lms
+    lms.tool.stop()
+    lms.platform.stop()
+
+
+@pytest.fixture(scope="session")
+def playwright() -> Iterator[Playwright]:
+    # `make test` installs both; missing either is a broken set-up, not a reason to skip.
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: apt-get install chromium (never `playwright install`)"
+    with sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+def launch_chromium(playwright, user_data_dir: Path, preferences: dict) -> BrowserContext:
+    """Chromium with a fresh profile whose Preferences are written first (the third-party cookie setting)."""
+    (user_data_dir / "Default").mkdir(parents=True)
+    (user_data_dir / "Default" / "Preferences").write_text(json.dumps(preferences))
+    context = playwright.chromium.launch_persistent_context(
+        str(user_data_dir),
+        executable_path=str(CHROMIUM),
+        args=CHROMIUM_ARGS,
+        headless=True,
+        accept_downloads=True,
+        viewport={"width": 1280, "height": 900},
+    )
+    context.set_default_timeout(TIMEOUT_MS)
+    return context
+
+
+@pytest.fixture(scope="module")
+def browser(playwright, tmp_path_factory) -> Iterator[BrowserContext]:
+    """A browser that allows third-party cookies (the tool works inside the LMS iframe)."""
+    context = launch_chromium(playwright, tmp_path_factory.mktemp("chromium"), ALLOW_THIRD_PARTY_COOKIES)
+    yield context
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def strict_browser(playwright, tmp_path_factory) -> Iterator[BrowserContext]:
+    """A browser that blocks third-party cookies (Chrome's incognito default, Safari, Firefox's strict mode)."""
+    context = launch_chromium(playwright, tmp_path_factory.mktemp("chromium-strict"), BLOCK_THIRD_PARTY_COOKIES)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(browser) -> Iterator[Page]:
+    page = browser.new_page()
+    yield page
+    page.close()
+
+
+class Screenshots:
+    """Full-page PNGs under test-artifacts/e2e/, named <test>-<nn>-<what>.png in the order taken."""
+
+    def __init__(self, directory: Path, test_name: str) -> None:
+        self.directory, self.prefix, self.count = directory, re.sub(r"\W+", "-", test_name).strip("-"), 0
+        for old in directory.glob(f"{self.prefix}-*.png"):
+            old.unlink()
+
+    def __call__(self, page: Page, what: str) -> Path:
+        """The whole page; an LMS iframe is stretched to its content's height for the shot, then restored."""
+        self.count += 1
+        path = self.directory / f"{self.prefix}-{self.count:02d}-{what}.png"
+        iframe = page.locator("iframe").first
+        if not page.locator("iframe").count():
+            page.screenshot(path=str(path), full_page=True)
+            return path
+        height = iframe.content_frame.locator("html").evaluate("html => html.scrollHeight")
+        before = iframe.evaluate(STRETCH, height)
+        try:
+            page.screenshot(path=str(path), full_page=True)
+        finally:
+            iframe.evaluate("(frame, height) => { frame.style.height = height; }", before)
+        return path
+
+
+@pytest.fixture
+def screenshot(artifacts, request) -> Screenshots:
+    return Screenshots(artifacts, request.node.name.removeprefix("test_"))

@@ -1,0 +1,200 @@
+"""The tool in a real browser (headless Chromium), inside the LMS stand-in's iframe as an LMS shows it.
+
+The same stories as tests/lti_service/test_flow.py, but through the pages: clicks, file inputs, the
+auto-submitting forms, the live status updates of app.js and the browser's own cookie policy.
+Screenshots of every page visited go to test-artifacts/e2e/.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playwright.sync_api import expect
+
+from tests.e2e.a11y import assert_accessible, check_instructor_dashboard_accessibility
+from tests.e2e.helpers import course_launch, fraction, tool_frame, upload
+from tests.lti_service.conftest import notebook_bytes
+from tests.lti_service.tool import wait_for
+from tests.submissions import QUESTIONS, STUDENT_NOTEBOOK
+
+TITLE = "Decode: one token at a time"
+GRADING_TIMEOUT_MS = 90_000  # a notebook graded in the sandbox, from upload to score
+SIXTEEN_OF_SIXTEEN = re.compile(r"^16(\.0+)? / 16(\.0+)?$")
+
+# Records, in the page, every status an attempt shows (the server's render, then app.js's updates).
+WATCH_STATUSES = """() => {
+  const box = document.getElementById("attempts");
+  const now = () => [...box.querySelectorAll(".attempt")].map((a) => a.dataset.status).join(",");
+  window.e2eStatuses = [now()];
+  window.e2eSameDocument = true;  // gone if the page reloads
+  new MutationObserver(() => {
+    if (window.e2eStatuses.at(-1) !== now()) window.e2eStatuses.push(now());
+  }).observe(box, { childList: true, subtree: true, attributes: true });
+}"""
+
+
+def test_instructor_adds_the_assignment_then_a_student_is_graded_live(lms, page, screenshot, tmp_path):
+    # The instructor picks the assignment with deep linking, in the iframe of a course that has no activity yet.
+    page.goto(course_launch(lms, "instructor-turing", context_id="course-e2e", kind="deeplink"))
+    frame = tool_frame(page)
+    expect(frame.locator("h1")).to_have_text("Add an assignment to your course")
+    expect(frame.get_by_label(f"{TITLE} (16 points, graded automatically)")).to_be_checked()
+    screenshot(page, "deep-linking")
+    assert_accessible(frame)
+    frame.get_by_role("button", name="Add to the course").click()  # the tool's return form submits itself
+
+    expect(frame.locator("h1")).to_have_text("Activities added")
+    expect(frame.get_by_role("link", name=TITLE)).to_be_visible()
+    screenshot(page, "deep-linking-done")
+    (item,) = [i for i in lms.state()["line_items"] if i["context_id"] == "course-e2e"]
+    assert (item["label"], item["score_maximum"]) == (TITLE, 16.0)
+
+    # The course now lists it; Ada opens it from there (the LMS frames the tool).
+    page.goto(f"{lms.platform.url}/course/course-e2e")
+    row = page.get_by_role("row").filter(has_text=TITLE)
+    expect(row).to_have_count(1)
+    screenshot(page, "course-home")
+    row.get_by_role("link", name="Ada Lovelace").click()
+    frame = tool_frame(page)
+    expect(frame.locator("h1")).to_have_text(TITLE)
+    expect(frame.locator("p.meta").first).to_contain_text("signed in as Ada Lovelace")
+    expect(frame.locator("#attempts")).to_contain_text("No attempts yet.")
+    screenshot(page, "student-before")
+    assert_accessible(frame)
+
+    with page.expect_download() as download_info:
+        frame.get_by_role("link", name="Download the notebook").click()
+    download = download_info.value
+    assert download.suggested_filename == "decode.ipynb"
+    assert Path(download.path()).read_bytes() == STUDENT_NOTEBOOK.read_bytes()
+
+    solved = tmp_path / "decode.ipynb"
+    solved.write_bytes(notebook_bytes())
+    upload(frame, solved)
+    expect(frame.locator(".attempt")).to_have_count(1)
+    frame.evaluate(WATCH_STATUSES)
+    screenshot(page, "student-submitted")
+
+    graded = frame.locator(".attempt[data-status=graded]")
+    graded.wait_for(timeout=GRADING_TIMEOUT_MS)
+    assert frame.evaluate("() => window.e2eSameDocument === true"), "the page reloaded instead of updating"
+    statuses = frame.evaluate("() => window.e2eStatuses")
+    assert statuses[0] in ("queued", "grading") and statuses[-1] == "graded", statuses  # e.g. queued, grading, graded
+    expect(graded.locator(".score")).to_have_text(SIXTEEN_OF_SIXTEEN)
+    # Feedback per question: every question, full marks each, adding up to the 16 points.
+    rows = graded.locator("table tbody tr")
+    expect(rows).to_have_count(len(QUESTIONS))
+    assert sorted(rows.locator("th code").all_inner_texts()) == sorted(QUESTIONS)
+    scores = [fraction(text) for text in rows.locator("td:nth-of-type(1)").all_inner_texts()]
+    assert all(given == possible > 0 for given, possible in scores) and sum(p for _, p in scores) == 16, scores
+    assert all(text.strip() for text in rows.locator("td:last-of-type").all_inner_texts())
+    expect(graded.locator("caption")).to_have_text("Scores by question")
+    screenshot(page, "student-graded")
+    assert_accessible(frame)
+
+    # The score reaches the LMS (the passback lands just after the page shows "graded"): the page says so
+    # without a reload, and the platform's gradebook shows it.
+    expect(frame.locator(".attempt .gradebook")).to_have_text("sent to the gradebook", timeout=30_000)
+    assert [s for s in lms.scores("student-ada") if s["line_item_id"] == item["id"]]
+    page.goto(f"{lms.platform.url}/gradebook")
+    row = page.get_by_role("row").filter(has_text="course-e2e").filter(has_text="Ada Lovelace")
+    expect(row).to_have_count(1)
+    expect(row.get_by_role("cell")).to_contain_text(["course-e2e", "Ada Lovelace", TITLE, "16/16"])
+    screenshot(page, "gradebook")
+
+    # The instructor opens the same activity: the dashboard shows Ada's score, who has not submitted, charts.
+    page.goto(course_launch(lms, "instructor-turing", context_id="course-e2e", resource_link=item["resource_link_id"]))
+    frame = tool_frame(page)
+    expect(frame.locator("h1")).to_have_text(f"Instructor dashboard: {TITLE}")
+    ada_row = frame.locator('#roster tr[data-user="student-ada"]')
+    expect(ada_row.get_by_role("cell")).to_contain_text(["1", "16", "16"])
+    expect(frame.locator('#roster tr[data-user="student-grace"]')).to_contain_text("not submitted")
+    expect(frame.locator("figure#score-histogram svg rect")).not_to_have_count(0)
+    expect(frame.locator("figure#pass-rates title")).to_contain_text("generate 100%")
+    screenshot(page, "dashboard")
+    check_instructor_dashboard_accessibility(frame)
+
+
+def test_wrong_uploads_show_an_error_and_save_nothing(lms, page, screenshot, tmp_path):
+    page.goto(course_launch(lms, "student-grace", resource_link="decode-e2e-wrong"))
+    frame = tool_frame(page)
+    expect(frame.locator("h1")).to_have_text(TITLE)
+
+    # Submitting without a file: the browser itself asks for one (the input is required); nothing is sent.
+    frame.get_by_role("button", name="Submit for grading").click()
+    assert frame.locator("#notebook").evaluate("input => input.validity.valueMissing")
+    assert not frame.locator("p.error").count()
+
+    other = notebook_bytes().replace(b'"assignment_name": "decode"', b'"assignment_name": "other"')
+    cases = [
+        ("notes.txt", b"my answers are in my head", "not JSON"),
+        ("decode.ipynb", other, "for assignment"),
+    ]
+    for number, (name, data, reason) in enumerate(cases):
+        wrong = tmp_path / name
+        wrong.write_bytes(data)
+        upload(frame, wrong)
+        error = frame.locator("p.error[role=alert]")
+        expect(error).to_contain_text("Your file was not accepted:")
+        expect(error).to_contain_text(reason)
+        expect(error).to_contain_text("Nothing was saved.")
+        expect(frame.locator(".attempt")).to_have_count(0)
+        expect(frame.locator("#attempts")).to_have_text("No attempts yet.")
+        screenshot(page, f"error-{number + 1}")
+        assert_accessible(frame)
+
+    attempts_url = frame.locator("#attempts").get_attribute("data-url")
+    assert page.request.get(frame.url.split("/a/")[0] + attempts_url).json()["attempts"] == []
+
+
+def test_blocked_third_party_cookies_open_the_assignment_in_a_new_window(lms, strict_browser, screenshot, tmp_path):
+    page = strict_browser.new_page()
+    popup = None
+    try:
+        page.goto(course_launch(lms, "student-grace", resource_link="decode-e2e-window"))
+        frame = tool_frame(page)
+        expect(frame.locator("h1")).to_have_text("Open the assignment in a new window")
+        link = frame.locator("#new-window")
+        expect(link).to_have_attribute("target", "_blank")
+        screenshot(page, "new-window-offer")
+        assert_accessible(frame)
+
+        with strict_browser.expect_page() as popup_info:
+            link.click()
+        popup = popup_info.value
+        expect(popup.locator("h1")).to_have_text(TITLE)
+        expect(popup.locator("p.meta").first).to_contain_text("signed in as Grace")
+        expect(popup.locator("#upload-form")).to_be_visible()
+        screenshot(popup, "new-window-assignment")
+        assert_accessible(popup)
+
+        solved = tmp_path / "decode.ipynb"
+        solved.write_bytes(notebook_bytes())
+        upload(popup, solved)
+        graded = popup.locator(".attempt[data-status=graded]")
+        graded.wait_for(timeout=GRADING_TIMEOUT_MS)
+        expect(graded.locator(".score")).to_have_text(SIXTEEN_OF_SIXTEEN)
+        screenshot(popup, "new-window-graded")
+    finally:
+        if popup is not None:
+            popup.close()
+        page.close()
+
+
+def test_the_gradebook_status_updates_live_when_the_passback_is_retried(lms, page, screenshot, tmp_path):
+    lms.hook("resource-link", resource_link_id="decode-e2e-retry", line_item=True)
+    page.goto(course_launch(lms, "student-ada", resource_link="decode-e2e-retry"))
+    frame = tool_frame(page)
+    expect(frame.locator("h1")).to_have_text(TITLE)
+    lms.hook("fail-scores", count=2, status=500)  # the first two score POSTs fail; the tool retries
+    solved = tmp_path / "decode.ipynb"
+    solved.write_bytes(notebook_bytes())
+    upload(frame, solved)
+    frame.locator(".attempt[data-status=graded]").wait_for(timeout=GRADING_TIMEOUT_MS)
+    wait_for(lambda: [p for p in lms.score_posts("student-ada", "decode-e2e-retry") if p["status"] == 200], timeout=30)
+    attempts_url = frame.url.split("/a/")[0] + frame.locator("#attempts").get_attribute("data-url")
+    (attempt,) = page.request.get(attempts_url).json()["attempts"]
+    assert attempt["gradebook"] == "sent to the gradebook"
+    expect(frame.locator(".attempt .gradebook")).to_have_text("sent to the gradebook", timeout=5_000)  # no reload
+    screenshot(page, "gradebook-status-after-retry")
