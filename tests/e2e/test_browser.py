@@ -115,6 +115,13 @@ def test_instructor_adds_the_assignment_then_a_student_is_graded_live(lms, page,
     screenshot(page, "dashboard")
     check_instructor_dashboard_accessibility(frame)
 
+    # One attempt in the staff view: every test, hidden ones included, and the submitted notebook.
+    frame.get_by_role("link", name="Attempt 1").click()
+    expect(frame.locator("h1")).to_have_text("Attempt by Ada Lovelace")
+    expect(frame.get_by_role("cell", name="hidden").first).to_be_visible()
+    screenshot(page, "attempt-staff-view")
+    assert_accessible(frame)
+
 
 def test_wrong_uploads_show_an_error_and_save_nothing(lms, page, screenshot, tmp_path):
     page.goto(course_launch(lms, "student-grace", resource_link="decode-e2e-wrong"))
