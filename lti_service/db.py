@@ -35,6 +35,14 @@ class Base(DeclarativeBase):
     pass
 
 
+class LinkScoped:
+    """Rows that belong to one resource link of one course on one platform (what a launch may see)."""
+
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    context_id: Mapped[str] = mapped_column(String(400))
+    resource_link_id: Mapped[str] = mapped_column(String(400))
+
+
 class Platform(Base):
     """An LMS registration: one issuer and client id, with the deployments allowed to launch."""
 
@@ -78,15 +86,12 @@ class Launch(Base):
     expires_at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)
 
 
-class Attempt(Base):
+class Attempt(LinkScoped, Base):
     """One submitted notebook and its grading job; status is queued, grading, graded or failed."""
 
     __tablename__ = "attempts"
     __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id", "user_id", "sha256"),)
     id: Mapped[int] = mapped_column(primary_key=True)
-    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
-    context_id: Mapped[str] = mapped_column(String(400))
-    resource_link_id: Mapped[str] = mapped_column(String(400))
     user_id: Mapped[str] = mapped_column(String(400), index=True)
     lineitem_url: Mapped[str | None] = mapped_column(String(1000), nullable=True)
     batch_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -115,15 +120,12 @@ class Attempt(Base):
         return None if self.score is None else self.score * (1 - self.late_penalty / 100)
 
 
-class Passback(Base):
+class Passback(LinkScoped, Base):
     """The outbox row for one user's grade on one line item; sent, retried with backoff, or failed."""
 
     __tablename__ = "passbacks"
     __table_args__ = (UniqueConstraint("platform_id", "lineitem_url", "user_id"),)
     id: Mapped[int] = mapped_column(primary_key=True)
-    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
-    context_id: Mapped[str] = mapped_column(String(400))
-    resource_link_id: Mapped[str] = mapped_column(String(400))
     lineitem_url: Mapped[str] = mapped_column(String(1000))
     user_id: Mapped[str] = mapped_column(String(400))
     status: Mapped[str] = mapped_column(String(20), default="pending", index=True)
@@ -139,15 +141,12 @@ class Passback(Base):
     """the re-send batch this row is being sent for, if any"""
 
 
-class LinkSettings(Base):
+class LinkSettings(LinkScoped, Base):
     """Course staff's choices for one resource link (the defaults apply until they save)."""
 
     __tablename__ = "link_settings"
     __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id"),)
     id: Mapped[int] = mapped_column(primary_key=True)
-    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
-    context_id: Mapped[str] = mapped_column(String(400))
-    resource_link_id: Mapped[str] = mapped_column(String(400))
     score_policy: Mapped[str] = mapped_column(String(10), default="best")
     attempt_limit: Mapped[int | None] = mapped_column(Integer, nullable=True)
     late_policy: Mapped[str] = mapped_column(String(10), default="accept")
@@ -156,14 +155,11 @@ class LinkSettings(Base):
     show_hidden_after_due: Mapped[bool] = mapped_column(default=False)
 
 
-class BatchJob(Base):
+class BatchJob(LinkScoped, Base):
     """Long work started from the dashboard (regrade all, re-send grades): progress lives here."""
 
     __tablename__ = "batch_jobs"
     id: Mapped[int] = mapped_column(primary_key=True)
-    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
-    context_id: Mapped[str] = mapped_column(String(400))
-    resource_link_id: Mapped[str] = mapped_column(String(400))
     kind: Mapped[str] = mapped_column(String(20))
     """regrade or resend"""
     total: Mapped[int] = mapped_column(Integer, default=0)

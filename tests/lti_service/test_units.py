@@ -56,3 +56,14 @@ def test_score_policy_picks_the_attempt_to_send(tmp_path, policy, expected):
 def test_settings_are_validated():
     with pytest.raises(ValueError, match="SCORE_POLICY"):
         Config(score_policy="average")
+
+
+def test_migrations_build_exactly_the_models_schema(tmp_path):
+    """A model change without its Alembic migration fails here (alembic check compares the two)."""
+    from alembic import command
+
+    from lti_service.migrate import alembic_config, upgrade
+
+    url = f"sqlite:///{tmp_path / 'schema.db'}"
+    upgrade(url)
+    command.check(alembic_config(url))
