@@ -222,7 +222,7 @@ def report(launches: LaunchTimes, rates: dict[int, float], uploads: UploadTimes)
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-lti-") as workdir:
-        lms = start_lms(Path(workdir))
+        lms = start_lms(Path(workdir), platform_process=True)
         try:
             launches = timed_launches(lms.platform.url, lms.tool.url)
             rates = {threads: launches_per_second(lms.platform.url, threads) for threads in THREAD_COUNTS}

@@ -7,6 +7,8 @@ import typing as t
 
 from pylti1p3.launch_data_storage.base import LaunchDataStorage
 from sqlalchemy import delete
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from ..db import Database, KeyValue, utcnow
 
@@ -32,9 +34,19 @@ class DatabaseLaunchDataStorage(LaunchDataStorage[t.Any]):
             return row.value if row is not None and row.expires_at > utcnow() else None
 
     def set_value(self, key: str, value: t.Any, exp: int | None = None) -> None:
-        expires = utcnow() + dt.timedelta(seconds=exp or DEFAULT_LIFETIME)
+        """One upsert statement (no read first): this runs twice in every OIDC login."""
+        row = {
+            "key": self._prepare_key(key),
+            "value": value,
+            "expires_at": utcnow() + dt.timedelta(seconds=exp or DEFAULT_LIFETIME),
+        }
+        insert = postgresql_insert if self.db.engine.dialect.name == "postgresql" else sqlite_insert
+        statement = insert(KeyValue).values(**row)
+        statement = statement.on_conflict_do_update(
+            index_elements=[KeyValue.key], set_={"value": row["value"], "expires_at": row["expires_at"]}
+        )
         with self.db.session() as session:
-            session.merge(KeyValue(key=self._prepare_key(key), value=value, expires_at=expires))
+            session.execute(statement)
 
     def check_value(self, key: str) -> bool:
         return self.get_value(key) is not None

@@ -14,7 +14,7 @@ import requests
 
 from lti_dev_platform.client import launch as platform_launch
 from lti_dev_platform.serving import PlatformServer, start_platform
-from tests.lti_service.tool import ToolProcess, browser_session, free_port, wait_for
+from tests.lti_service.tool import PlatformProcess, ToolProcess, browser_session, free_port, wait_for
 from tests.submissions import corpus, submission_notebook
 
 TEST_ENV = {"PASSBACK_BACKOFF": "0.2", "MAX_UPLOAD_BYTES": str(1024 * 1024)}
@@ -22,7 +22,7 @@ TEST_ENV = {"PASSBACK_BACKOFF": "0.2", "MAX_UPLOAD_BYTES": str(1024 * 1024)}
 
 @dataclass
 class Lms:
-    platform: PlatformServer
+    platform: PlatformServer | PlatformProcess
     tool: ToolProcess
 
     def state(self) -> dict:
@@ -96,11 +96,16 @@ def notebook_bytes(entry_name: str | None = None, answered: bool = True) -> byte
     return nbformat.writes(submission_notebook(entry, answered=answered)).encode()
 
 
-def start_lms(tmp_path, *serve_args: str, **env: str) -> Lms:
-    """The dev platform and the tool registered with each other; the caller stops both."""
+def start_lms(tmp_path, *serve_args: str, platform_process: bool = False, **env: str) -> Lms:
+    """The dev platform (in a thread, or its own process) and the tool registered with each other; the
+    caller stops both."""
     port = free_port()
-    platform = start_platform(f"http://127.0.0.1:{port}", test_hooks=True)
+    tool_url = f"http://127.0.0.1:{port}"
     tool = ToolProcess(tmp_path / "tool", port=port, **{**TEST_ENV, **env})
+    if platform_process:
+        platform = PlatformProcess(tool_url, tmp_path / "tool" / "platform.log")
+    else:
+        platform = start_platform(tool_url, test_hooks=True)
     try:
         tool.register_platform(platform.url, platform.settings.client_id, platform.settings.deployment_id)
         tool.start(*serve_args)

@@ -9,6 +9,7 @@ import sys
 import time
 from http.cookiejar import DefaultCookiePolicy
 from pathlib import Path
+from types import SimpleNamespace
 
 import requests
 
@@ -90,6 +91,33 @@ class ToolProcess:
             except ValueError:
                 continue
         return events
+
+
+class PlatformProcess:
+    """The dev platform in its own process (for benchmarks: the client's process then only runs the client)."""
+
+    def __init__(
+        self, tool_url: str, log: Path, client_id: str = "decode-grader-dev", deployment_id: str = "1"
+    ) -> None:
+        port = free_port("127.0.0.2")
+        self.url = f"http://127.0.0.2:{port}"
+        self.settings = SimpleNamespace(client_id=client_id, deployment_id=deployment_id)
+        command = [sys.executable, "-m", "lti_dev_platform", "serve", "--host", "127.0.0.2", "--port", str(port)]
+        command += ["--tool-url", tool_url, "--client-id", client_id, "--deployment-id", deployment_id, "--test-hooks"]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log.open("ab"))
+        wait_for(lambda: self._answers(), timeout=30)
+
+    def _answers(self) -> bool:
+        assert self.process.poll() is None, "the platform exited"
+        try:
+            return requests.get(self.url + "/", timeout=1).status_code == 200
+        except requests.ConnectionError:
+            return False
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=20)
 
 
 LOOPBACK_IS_SECURE = DefaultCookiePolicy(secure_protocols=("https", "wss", "http"))
