@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from flask import Flask, render_template
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from .config import Config
@@ -41,6 +41,7 @@ def create_app(config: Config | None = None, services: Services | None = None, q
     app.add_template_filter(_number, "number")
     app.register_error_handler(LaunchError, _launch_error)
     app.register_error_handler(RequestEntityTooLarge, _too_large)
+    app.register_error_handler(HTTPException, _http_error)
     app.after_request(_security_headers)
     return app
 
@@ -63,6 +64,11 @@ def _too_large(_error):
 
     limit = current_app.extensions["services"].config.max_upload_bytes
     return render_template("too_large.html", limit_mb=limit / 1024 / 1024), 413
+
+
+def _http_error(error: HTTPException):
+    """Other 4xx/5xx (an expired page, a staff page opened by a student...) in the tool's own page."""
+    return render_template("message.html", heading=error.name, message=error.description), error.code
 
 
 def _security_headers(response):

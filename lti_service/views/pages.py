@@ -31,7 +31,7 @@ def current_launch(launch_id: str) -> Launch:
     with services().db.session() as session:
         launch = session.get(Launch, launch_id)
     if launch is None or launch.expires_at < utcnow():
-        abort(404, "This page has expired. Open the assignment again from your course.")
+        abort(404, "This page has expired or does not exist.")
     return launch
 
 

@@ -205,3 +205,17 @@ def test_the_gradebook_status_updates_live_when_the_passback_is_retried(lms, pag
     assert attempt["gradebook"] == "sent to the gradebook"
     expect(frame.locator(".attempt .gradebook")).to_have_text("sent to the gradebook", timeout=5_000)  # no reload
     screenshot(page, "gradebook-status-after-retry")
+
+
+def test_refusal_and_error_pages_are_accessible(lms, page, screenshot):
+    """Pages people meet when something is wrong: a refused launch, an expired page, a staff-only page."""
+    page.goto(f"{lms.tool.url}/lti/login?iss=https%3A%2F%2Funknown.example&login_hint=x&target_link_uri=y")
+    expect(page.locator("h1")).to_have_text("This launch was refused")
+    screenshot(page, "launch-refused")
+    assert_accessible(page)
+    page.goto(f"{lms.tool.url}/a/no-such-launch")
+    expect(page.locator("h1")).to_have_text("Not Found")
+    expect(page.get_by_role("alert")).to_have_text("This page has expired or does not exist.")
+    expect(page.locator("main")).to_contain_text("Open the assignment again from your course")
+    screenshot(page, "expired-page")
+    assert_accessible(page)
