@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     platform.add_parser("list", help="list registered platforms")
     remove = platform.add_parser("remove", help="remove a platform by its id (see list)")
     remove.add_argument("id", type=int)
+    remove.add_argument("--delete-data", action="store_true", help="also delete its students' attempts and grades")
 
     keys = sub.add_parser("keys", help="manage the tool's signing keys").add_subparsers(dest="action", required=True)
     keys.add_parser("rotate", help="add a new signing key (the previous stays in the JWKS until removed)")
@@ -114,9 +115,15 @@ def manage_platforms(services: Services, args: argparse.Namespace) -> int:
     elif args.action == "list":
         for p in list_platforms(services.db):
             print(f"{p.id}\t{p.issuer}\tclient={p.client_id}\tdeployments={','.join(p.deployment_ids)}\t{p.name}")
-    elif not remove_platform(services.db, args.id):
-        print(f"no platform with id {args.id}", file=sys.stderr)
-        return 1
+    else:
+        try:
+            removed = remove_platform(services.db, args.id, args.delete_data)
+        except ValueError as error:
+            print(f"platform {args.id} kept: {error}", file=sys.stderr)
+            return 1
+        if not removed:
+            print(f"no platform with id {args.id}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -6,9 +6,9 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
-from .db import Database, Platform
+from .db import Attempt, Database, Platform
 
 DIRECTORY_TTL = 5.0  # seconds a process may use its copy of the platforms table
 
@@ -81,10 +81,14 @@ def list_platforms(db: Database) -> list[Platform]:
         return list(session.scalars(select(Platform).order_by(Platform.id)))
 
 
-def remove_platform(db: Database, platform_id: int) -> bool:
+def remove_platform(db: Database, platform_id: int, delete_data: bool = False) -> bool:
+    """Forget a platform. Its students' attempts and grades go with it, so that needs delete_data."""
     with db.session() as session:
         platform = session.get(Platform, platform_id)
         if platform is None:
             return False
+        attempts = session.scalar(select(func.count(Attempt.id)).filter_by(platform_id=platform_id))
+        if attempts and not delete_data:
+            raise ValueError(f"{attempts} submitted attempts belong to it; add --delete-data to delete them too")
         session.delete(platform)
         return True

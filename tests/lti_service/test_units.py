@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from sqlalchemy import func, select
 
 from lti_service.ags import scores_url
 from lti_service.config import Config
@@ -51,6 +52,20 @@ def test_score_policy_picks_the_attempt_to_send(tmp_path, policy, expected):
         session.add(Attempt(**key, filename="n.ipynb", notebook=b"{}", sha256="q", status="queued"))
     row = Passback(platform_id=platform.id, context_id="c1", resource_link_id="r1", lineitem_url="x", user_id="u1")
     assert score_to_send(services, row).score == expected
+
+
+def test_removing_a_platform_keeps_student_data_unless_asked(services):
+    from lti_service.platforms import remove_platform
+
+    platform = add_platform(services.db, "https://lms.example", "c", ["d"], "a", "t", "j")
+    with services.db.session() as session:
+        session.add(Attempt(platform_id=platform.id, context_id="c", resource_link_id="r", user_id="u",
+                            filename="n.ipynb", notebook=b"{}", sha256="x"))  # fmt: skip
+    with pytest.raises(ValueError, match="1 submitted attempts belong to it"):
+        remove_platform(services.db, platform.id)
+    assert remove_platform(services.db, platform.id, delete_data=True)
+    with services.db.session() as session:
+        assert session.scalar(select(func.count(Attempt.id))) == 0
 
 
 def test_settings_are_validated():
