@@ -22,7 +22,8 @@ from . import queue, services
 bp = Blueprint("pages", __name__, url_prefix="/a")
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
-STAFF_ROLES = ("#Instructor", "#TeachingAssistant", "#Administrator", "#ContentDeveloper")
+CONTEXT_ROLES = "http://purl.imsglobal.org/vocab/lis/v2/membership"  # roles in this course, not the institution
+STAFF_ROLES = {"Instructor", "TeachingAssistant", "Administrator", "ContentDeveloper"}
 PASSBACK_LABELS = {"sent": "sent to the gradebook", "pending": "pending", "failed": "failed"}
 UNSETTLED = ("pending", "failed, will retry")  # the page keeps watching an attempt while its grade travels
 
@@ -45,7 +46,9 @@ def check_csrf(launch: Launch) -> None:
 
 
 def is_staff(launch: Launch) -> bool:
-    return any(role.endswith(STAFF_ROLES) for role in launch.roles)
+    """Course staff by their role in this course (membership#Instructor, membership/Instructor#TeachingAssistant
+    ...); an institution-wide role such as institution/person#Instructor does not make a learner staff here."""
+    return any(role.startswith(CONTEXT_ROLES) and role.rsplit("#", 1)[-1] in STAFF_ROLES for role in launch.roles)
 
 
 @bp.get("/<launch_id>")

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 
 from lti_service.ags import scores_url
 from lti_service.config import Config
-from lti_service.db import Attempt, Passback
+from lti_service.db import Attempt, Launch, Passback
 from lti_service.lti.tool_conf import DatabaseToolConf
 from lti_service.passback import score_to_send
 from lti_service.platforms import add_platform
@@ -66,6 +66,22 @@ def test_removing_a_platform_keeps_student_data_unless_asked(services):
     assert remove_platform(services.db, platform.id, delete_data=True)
     with services.db.session() as session:
         assert session.scalar(select(func.count(Attempt.id))) == 0
+
+
+@pytest.mark.parametrize(
+    ("roles", "staff"),
+    [
+        (["membership#Instructor"], True),
+        (["membership/Instructor#TeachingAssistant"], True),
+        (["membership#Learner", "institution/person#Instructor"], False),
+        (["membership#Learner"], False),
+    ],
+)
+def test_staff_are_recognised_by_their_role_in_the_course(roles, staff):
+    from lti_service.views.pages import is_staff
+
+    launch = Launch(roles=[f"http://purl.imsglobal.org/vocab/lis/v2/{role}" for role in roles])
+    assert is_staff(launch) is staff
 
 
 def test_settings_are_validated():
