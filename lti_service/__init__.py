@@ -25,8 +25,6 @@ def create_app(config: Config | None = None, services: Services | None = None, q
     app.config.update(
         SECRET_KEY=config.ensure_secret_key(),
         MAX_CONTENT_LENGTH=config.max_upload_bytes + MULTIPART_OVERHEAD,
-        SESSION_COOKIE_SAMESITE="None" if config.trust_proxy else "Lax",
-        SESSION_COOKIE_SECURE=config.trust_proxy,
     )
     app.extensions["services"] = services
     app.extensions["queue"] = queue or build_queue(services)

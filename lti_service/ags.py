@@ -51,7 +51,6 @@ class AgsClient:
         self.keys, self.timeout = keys, timeout
         self._tokens: dict[tuple[str, str, str], _Token] = {}
         self._lock = threading.Lock()
-        self.token_requests = 0
 
     def access_token(self, platform: Platform, scopes: list[str]) -> str:
         cache_key = (platform.issuer, platform.client_id, " ".join(sorted(scopes)))
@@ -91,7 +90,6 @@ class AgsClient:
             "client_assertion": assertion,
             "scope": " ".join(scopes),
         }
-        self.token_requests += 1
         body = self._call("post", platform.auth_token_url, data=form)
         if not isinstance(body.get("access_token"), str):
             raise AgsError("the platform's token endpoint returned no access_token", retryable=True)
