@@ -33,6 +33,11 @@ class Assignment:
         """Fresh test-file objects for one grading (Otter stores results on them)."""
         return [ExceptionTestFile.from_string(source, path=path) for path, source in self.tests]
 
+    @functools.cached_property
+    def points(self) -> float:
+        """Total points of every question (parsing the tests once per loaded zip)."""
+        return float(sum(tf.possible for tf in self.parse_tests()))
+
 
 def load_assignment(path: str | os.PathLike[str]) -> Assignment:
     """Load (and cache, keyed by path and modification time) an autograder zip."""

@@ -191,7 +191,7 @@ def grade_submission(
             raise InvalidSubmission(f"cannot read {label}")
         cells = load_cells(data, assignment.name, options.max_notebook_bytes)
     except InvalidSubmission as e:
-        max_score = sum(tf.possible for tf in assignment.parse_tests())
+        max_score = assignment.points
         return GradeResult(label, float(max_score), error=str(e), invalid_input=True)
     return replace(grade_cells(assignment, cells, options), submission=label)
 

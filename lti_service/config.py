@@ -54,8 +54,6 @@ class Config:
     """PASSBACK_MAX_TRIES: attempts to send a score before it is marked failed"""
     passback_backoff: float = field(default_factory=lambda: float(_env("PASSBACK_BACKOFF", "2")))
     """PASSBACK_BACKOFF: seconds before the first retry; doubles each time, capped at 1 hour"""
-    sweep_interval: int = field(default_factory=lambda: int(_env("SWEEP_INTERVAL", "30")))
-    """SWEEP_INTERVAL: seconds between sweeps for lost grading jobs and due passbacks"""
 
     def __post_init__(self) -> None:
         if self.score_policy not in ("best", "latest"):

@@ -16,7 +16,6 @@ from .passback import counting_attempt
 from .services import Services
 
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
-GRADEBOOK_LABELS = {"sent": "sent", "pending": "pending", "failed": "failed"}
 
 
 @dataclass
@@ -95,10 +94,19 @@ def _row(user_id: str, name: str, attempts: list[Attempt], policy: str, passback
     if attempts:
         row.last_submitted = max(a.created_at for a in attempts).strftime("%Y-%m-%d %H:%M UTC")
     if passback is not None:
-        row.gradebook = GRADEBOOK_LABELS[passback.status] + (
-            f" ({passback.last_error})" if passback.status == "failed" else ""
-        )
+        row.gradebook = _gradebook_text(passback)
     return row
+
+
+def _gradebook_text(passback: Passback) -> str:
+    """What the LMS holds: the score last sent and when, or why it is not there yet."""
+    if passback.status == "failed":
+        return f"failed ({passback.last_error})"
+    if passback.status == "pending":
+        return "pending" if passback.tries == 0 else f"pending, retry {passback.tries} ({passback.last_error})"
+    if passback.sent_score is None:
+        return "nothing graded to send"
+    return f"sent {passback.sent_score:g} at {passback.sent_at:%Y-%m-%d %H:%M} UTC"
 
 
 def _question_rates(counted: list[Attempt]) -> dict[str, float]:

@@ -25,10 +25,10 @@ class Services:
     platforms: PlatformDirectory
 
     def assignment_points(self) -> float:
-        """The assignment's total points, from the autograder zip (cached by the grader)."""
+        """The assignment's total points, from the autograder zip (loaded and summed once per zip version)."""
         from autograder import load_assignment
 
-        return float(sum(tf.possible for tf in load_assignment(self.config.autograder_zip).parse_tests()))
+        return load_assignment(self.config.autograder_zip).points
 
     @classmethod
     def from_config(cls, config: Config) -> Services:
