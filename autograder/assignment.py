@@ -1,8 +1,7 @@
-"""Reading an Otter autograder zip: assignment name, test files and support files.
+"""Reading an Otter autograder zip: its settings, test files and support files.
 
-The zip is read in memory and never extracted, so hidden tests cannot end up
-anywhere the sandbox can see.  Test files are staff code and are parsed with
-Otter's own ExceptionTestFile, so point resolution matches `otter run`.
+The zip is read in memory and never extracted, so hidden tests cannot end up anywhere the sandbox can
+see. Test files are staff code: they run on the grader's side only (testfiles.py).
 """
 
 from __future__ import annotations
@@ -11,48 +10,78 @@ import functools
 import json
 import os
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from otter.test_files import ExceptionTestFile
+from .options import Limits
+from .testfiles import TestFile, TestFileError, TestSource
+
+MAX_ZIP_MEMBERS = 10_000
+MAX_UNPACKED = 512 * 1024 * 1024
 
 
 class AssignmentError(ValueError):
-    """The autograder zip is unusable."""
+    """The autograder zip is unusable; str() says why."""
 
 
 @dataclass(frozen=True)
 class Assignment:
     name: str | None
     """assignment_name from otter_config.json; submissions must carry the same name"""
-    tests: tuple[tuple[str, str], ...]
-    """(path in zip, source) of each tests/*.py file, sorted by path as `otter run` does"""
+    tests: tuple[TestSource, ...]
+    """tests/*.py, sorted by path as `otter run` runs them"""
     files: tuple[tuple[str, bytes], ...]
     """support files (files/ in the zip), copied into the sandbox's working directory"""
+    config: dict[str, Any] = field(default_factory=dict)
+    """otter_config.json"""
 
-    def parse_tests(self) -> list[ExceptionTestFile]:
+    def load_tests(self) -> list[TestFile]:
         """Fresh test-file objects for one grading (Otter stores results on them)."""
-        return [ExceptionTestFile.from_string(source, path=path) for path, source in self.tests]
+        return [test.load() for test in self.tests]
+
+    @functools.cached_property
+    def questions(self) -> frozenset[str]:
+        return frozenset(tf.name for tf in self.load_tests())
 
     @functools.cached_property
     def points(self) -> float:
-        """Total points of every question (parsing the tests once per loaded zip)."""
-        return float(sum(tf.possible for tf in self.parse_tests()))
+        """Total points of every question."""
+        return float(sum(tf.possible for tf in self.load_tests()))
+
+    @property
+    def seed(self) -> int | None:
+        return self.config.get("seed")
+
+    @property
+    def seed_variable(self) -> str | None:
+        return self.config.get("seed_variable")
+
+    @functools.cached_property
+    def limits(self) -> dict[str, Any]:
+        """The assignment's own grading limits ("grading_limits" in otter_config.json)."""
+        return Limits.from_config(self.config.get("grading_limits"))
 
 
 def load_assignment(path: str | os.PathLike[str]) -> Assignment:
     """Load (and cache, keyed by path and modification time) an autograder zip."""
-    stat = os.stat(path)
+    try:
+        stat = os.stat(path)
+    except OSError as e:
+        raise AssignmentError(f"cannot read autograder zip {path}: {e.strerror}") from None
     return _load(os.path.realpath(path), stat.st_mtime_ns, stat.st_size)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=16)
 def _load(path: str, mtime_ns: int, size: int) -> Assignment:
     try:
         with zipfile.ZipFile(path) as zf:
-            names = zf.namelist()
+            infos = zf.infolist()
+            if len(infos) > MAX_ZIP_MEMBERS or sum(i.file_size for i in infos) > MAX_UNPACKED:
+                raise AssignmentError(f"autograder zip {path} is too large to be an Otter autograder zip")
+            names = [i.filename for i in infos]
             config = json.loads(zf.read("otter_config.json")) if "otter_config.json" in names else {}
             tests = tuple(
-                (name, zf.read(name).decode("utf-8"))
+                TestSource(name, zf.read(name).decode("utf-8"))
                 for name in sorted(names)
                 if name.startswith("tests/") and name.endswith(".py") and name.count("/") == 1
             )
@@ -61,12 +90,16 @@ def _load(path: str, mtime_ns: int, size: int) -> Assignment:
                 for name in sorted(names)
                 if name.startswith("files/") and not name.endswith("/")
             )
-    except (OSError, zipfile.BadZipFile, KeyError, ValueError) as e:
-        raise AssignmentError(f"cannot read autograder zip {path}: {e}") from e
+    except (OSError, zipfile.BadZipFile, KeyError, ValueError, UnicodeDecodeError) as e:
+        raise AssignmentError(f"cannot read autograder zip {path}: {e}") from None
+    if not isinstance(config, dict):
+        raise AssignmentError(f"autograder zip {path}: otter_config.json is not an object")
     if not tests:
-        raise AssignmentError(f"autograder zip {path} has no tests/*.py files")
-    assignment = Assignment(config.get("assignment_name"), tests, files)
-    for parsed in assignment.parse_tests():  # fail early on OK-format or broken test files
-        if not parsed.test_cases:
-            raise AssignmentError(f"{parsed.path} has no exception-based test cases")
+        raise AssignmentError(f"autograder zip {path} has no tests/*.py files: is it an Otter autograder zip?")
+    assignment = Assignment(config.get("assignment_name"), tests, files, config)
+    try:
+        assignment.load_tests()  # fail early on a broken test file
+        _ = assignment.limits
+    except (TestFileError, ValueError) as e:
+        raise AssignmentError(f"autograder zip {path}: {e}") from None
     return assignment

@@ -1,75 +1,113 @@
-"""Grading one submission: run its cells in the sandbox, then Otter's tests on the trusted side.
+"""Grading one submission: the notebook's cells in the sandbox, Otter's tests on the grader's side.
 
-Like `otter run`, a question whose check (`grader.check("q1")`) was called by
-the notebook is graded at that moment (the last call wins) and the others are
-graded after the last cell.  If the sandbox hangs or dies, a fresh one is
-started and the cells that had completed are replayed, so honest answers in
-other cells still count.
+Like `otter run`, a question whose check (`grader.check("q1")`) the notebook calls is graded on the state
+at that moment, and the other questions on the state after the last cell. Grading happens in two phases
+so that nothing student code sees during hidden tests can reach what the student is shown:
+
+1. The cells run in the main sandbox process. At every check the sandbox forks a snapshot (a copy that
+   waits, untouched), and the question's PUBLIC tests run against the main process: their messages are
+   what the student sees. After the last cell, a final snapshot is taken and the public tests of the
+   questions never checked run.
+2. Only then does any hidden input enter the sandbox: each snapshot is resumed in turn and the question's
+   whole test file (public and hidden tests, in order, as Otter runs it) is scored against it.
+
+If the sandbox hangs or dies, a fresh one is started and the completed cells are replayed (re-taking the
+snapshots), so one hostile cell or test costs only itself.
 """
 
 from __future__ import annotations
 
-import base64
 import os
 import time
-from dataclasses import replace
-
-from otter.test_files import ExceptionTestFile
-from otter.test_files.abstract_test import TestCaseResult
+from dataclasses import dataclass, field, replace
 
 from .assignment import Assignment, load_assignment
-from .notebook import Cell, InvalidSubmission, load_cells
-from .options import GradeOptions
-from .protocol import Channel, SandboxFailure, StudentEnv
+from .notebook import Cell, InvalidSubmission, load_cells, read_notebook
+from .options import GradeOptions, Limits
+from .protocol import Channel, SandboxFailure
+from .remote import StudentEnv, StudentNamespace
 from .results import GradeResult, QuestionResult
 from .sandbox import Sandbox, SandboxUnavailable
+from .testfiles import TestCaseResult, TestFile, printoptions, run_case
+from .values import Values
 
 STARTUP_TIMEOUT = 10.0
 MAX_CHECKS = 200
+FINAL = ""  # the snapshot after the last cell
 
 
 class Session:
-    """The current sandbox of one grading, restarted (with replay) after a hang or crash."""
+    """The current sandbox of one grading; restarted (with the completed cells replayed) after a failure."""
 
-    def __init__(self, assignment: Assignment, options: GradeOptions) -> None:
-        self.assignment, self.options = assignment, options
-        self.deadline = time.monotonic() + options.total_timeout
+    def __init__(self, assignment: Assignment, limits: Limits) -> None:
+        self.assignment, self.limits = assignment, limits
+        self.deadline = time.monotonic() + limits.total_timeout
         self.completed: list[Cell] = []
         self.restarts = 0
-        self.replaying = False
+        self.snapshots: dict[str, int] = {}  # question (or FINAL) -> pid of its snapshot in this sandbox
         self.sandbox: Sandbox | None = None
         self.channel: Channel | None = None
+        self.values: Values | None = None
         self.on_check = lambda question: None
+        self.replaying = False
+        self.cells_done = False  # after the last cell, a replay also takes the final snapshot
 
     def start(self) -> None:
-        sandbox = self.sandbox = Sandbox(self.options)
-        channel = self.channel = Channel(
-            sandbox.read_fd, sandbox.write_fd, sandbox.kill, self.options.grace,
-            self.options.test_timeout, self.deadline,
-        )  # fmt: skip
-        channel.on_check = lambda question: None if self.replaying else self.on_check(question)
+        self.snapshots = {}
+        sandbox = self.sandbox = Sandbox(self.limits, self.deadline)
+        self.channel = Channel(
+            sandbox.read_fd,
+            sandbox.write_fd,
+            sandbox.terminate,
+            self.limits.grace,
+            self.limits.test_timeout,
+            self.deadline,
+        )
+        self.values = Values(self.channel)
+        self.values.on_check = self._check
         try:
-            channel.hello(STARTUP_TIMEOUT)
+            self.channel.hello(STARTUP_TIMEOUT)
         except SandboxFailure as e:
-            sandbox.kill()
-            output = sandbox.output()[-500:]
-            raise SandboxUnavailable(f"the sandbox did not start ({e}): {output}") from None
+            sandbox.close()
+            raise SandboxUnavailable(f"the sandbox did not start ({e}): {sandbox.output()[-500:]}") from None
+        if self.assignment.seed is not None:
+            self.request("configure", seed=self.assignment.seed, seed_variable=self.assignment.seed_variable)
         for path, data in self.assignment.files:
-            channel.request("put", STARTUP_TIMEOUT, path=path, data=base64.b64encode(data).decode())
+            self.request("put", path=path, data=data)
+
+    def _check(self, question: str) -> None:
+        if question not in self.assignment.questions:
+            raise FileNotFoundError(f"Test {question} does not exist")
+        self.on_check(question)
+
+    def request(self, op: str, **args: object) -> object:
+        """One of the grader's own operations (a snapshot, a support file): any error is the sandbox's."""
+        assert self.channel is not None
+        try:
+            return self.channel.request(op, STARTUP_TIMEOUT, **args)
+        except SandboxFailure:
+            raise
+        except Exception as e:  # e.g. no process left for a snapshot after a fork bomb
+            raise self.channel.fail(SandboxFailure(f"the sandbox failed to {op} ({type(e).__name__}: {e})")) from None
+
+    @property
+    def dead(self) -> str | None:
+        return self.channel.dead if self.channel else "not started"
 
     def alive(self) -> bool:
-        """True if a usable sandbox is running, restarting and replaying one if allowed."""
-        assert self.channel is not None and self.sandbox is not None
-        while self.channel.dead is not None:
-            if self.restarts >= self.options.max_restarts or time.monotonic() >= self.deadline:
+        """True if a usable sandbox is running, restarting it (and replaying the cells) if allowed."""
+        while self.dead is not None:
+            if self.restarts >= self.limits.max_restarts or time.monotonic() >= self.deadline:
                 return False
             self.restarts += 1
-            self.sandbox.kill()
+            self.close()
             self.start()
             self.replaying = True
             try:
                 for cell in self.completed:
                     self.exec(cell)
+                if self.cells_done:
+                    self.snapshot(FINAL)
             except SandboxFailure:
                 pass
             finally:
@@ -77,94 +115,188 @@ class Session:
         return True
 
     def exec(self, cell: Cell) -> str | None:
-        """Run one cell; return its error text, if any (SandboxFailure propagates)."""
+        """Run one cell; its error text, if any (SandboxFailure propagates)."""
         assert self.channel is not None
         try:
-            self.channel.request("exec", self.options.cell_timeout, source=cell.source, name=f"<cell {cell.index}>")
+            self.channel.request("exec", self.limits.cell_timeout, source=cell.source, name=f"<cell {cell.index}>")
         except SandboxFailure:
             raise
         except Exception as e:
             return f"cell {cell.index}: {type(e).__name__}: {e}"[:1000]
         return None
 
+    def snapshot(self, key: str) -> None:
+        """Fork a snapshot of the main process for `key`, replacing an earlier one."""
+        old = self.snapshots.pop(key, None)
+        if old is not None:
+            self.request("drop", pid=old)
+        pid = self.request("snapshot")
+        if type(pid) is not int:
+            raise self.channel.fail(SandboxFailure("the sandbox did not take a snapshot"))  # type: ignore[union-attr]
+        self.snapshots[key] = pid
+
+    def printoptions(self) -> object:
+        """numpy's print options in the sandbox (imports may change them; doctests compare printed text)."""
+        assert self.channel is not None
+        return self.channel.request("printoptions", self.limits.test_timeout)
+
     def close(self) -> None:
         if self.sandbox is not None:
-            self.sandbox.kill()
+            self.sandbox.close()
 
 
-def run_test_file(tf: ExceptionTestFile, session: Session, restart: bool) -> None:
-    """Otter's ExceptionTestFile.run, with a live sandbox ensured before each test case."""
-    tf.test_case_results = []
-    for tc in tf.test_cases:
-        if restart and not session.alive():
-            passed, message = False, f"❌ Test case failed\n{session.channel.dead}"
-        else:
-            passed, message = True, "✅ Test case passed"
+@dataclass
+class Question:
+    """One question's test file and what grading found."""
+
+    template: TestFile
+    visible: list[TestCaseResult] = field(default_factory=list)
+    """public tests run against the main process at the check (what the student sees)"""
+    scored: list[TestCaseResult] = field(default_factory=list)
+    """every test run against the snapshot (what the score counts)"""
+    checked: bool = False
+
+
+class Grading:
+    def __init__(self, assignment: Assignment, cells: list[Cell], limits: Limits) -> None:
+        self.assignment, self.cells, self.limits = assignment, cells, limits
+        self.questions = {tf.name: Question(tf) for tf in assignment.load_tests()}
+        self.order: list[str] = []  # as Otter reports them: first check first, then the rest
+        self.session = Session(assignment, limits)
+        self.session.on_check = self._on_check
+        self.cell_errors: list[str] = []
+        self.checks = 0
+        self.testing = False  # a check called from inside a test is ignored
+
+    def run(self) -> GradeResult:
+        try:
+            self.session.start()
+            self._run_cells()
+            self._score()
+        finally:
+            self.session.close()
+        questions = [self._result(name) for name in self.order]
+        return GradeResult("", sum(q.max_score for q in questions), questions, cell_errors=self.cell_errors)
+
+    # -- phase 1: cells, snapshots and public tests ------------------------------------------------
+    def _run_cells(self) -> None:
+        for cell in self.cells:
+            if not self.session.alive():
+                self.cell_errors.append(f"cell {cell.index}: not run: {self.session.dead}")
+                continue
             try:
-                tc.body.call_func(StudentEnv(session.channel))
-            except Exception as e:
-                passed, message = False, "❌ Test case failed\n" + _error_message(tf, e)
-        tf.test_case_results.append(TestCaseResult(test_case=tc, message=message, passed=passed))
+                error = self.session.exec(cell)
+                self.session.completed.append(cell)
+            except SandboxFailure as e:
+                error = f"cell {cell.index}: {e}"
+            if error:
+                self.cell_errors.append(error)
+        unchecked = [name for name, q in self.questions.items() if not q.checked]
+        self.session.cells_done = True
+        if self.session.alive():
+            try:
+                self.session.snapshot(FINAL)
+            except SandboxFailure:
+                pass
+        for name in unchecked:
+            self._visible(name)
+
+    def _on_check(self, name: str) -> None:
+        if self.testing or self.checks >= MAX_CHECKS:
+            return
+        self.checks += 1
+        self.session.snapshot(name)
+        if self.session.replaying:
+            return
+        self.questions[name].checked = True
+        self._visible(name)
+
+    def _visible(self, name: str) -> None:
+        """Run a question's public tests against the main process (never a hidden one)."""
+        question = self.questions[name]
+        if name not in self.order:
+            self.order.append(name)
+        public = [case for case in question.template.test_cases if not case.hidden]
+        results = self._run_cases(question.template, public)
+        question.visible = results + [_failed(case, self.session.dead) for case in public[len(results) :]]
+
+    # -- phase 2: whole test files against the snapshots -------------------------------------------
+    def _score(self) -> None:
+        """Each checked question on its own snapshot; the others (and any whose snapshot was lost) one
+        after another on the final one, as Otter runs them after the last cell."""
+        pending = list(self.order)
+        while pending:
+            session = self.session
+            if not session.alive():
+                for name in pending:
+                    self._fail_rest(name, session.dead)
+                return
+            name = next((n for n in pending if self.questions[n].checked and n in session.snapshots), None)
+            group, key = ([name], name) if name else (list(pending), FINAL)
+            if key not in session.snapshots:
+                for name in group:
+                    self._fail_rest(name, "the notebook's state at the end could not be restored")
+                    pending.remove(name)
+                continue
+            try:
+                with session.channel.handover(session.snapshots.pop(key), session.deadline - time.monotonic()):
+                    session.values.new_peer()
+                    for name in group:
+                        question = self.questions[name]
+                        rest = question.template.test_cases[len(question.scored) :]
+                        question.scored += self._run_cases(question.template, rest)
+                        if session.dead is not None:
+                            break
+                        pending.remove(name)
+            except SandboxFailure:
+                pass  # restarted (and the snapshots taken again) at the top of the loop
+            finally:
+                session.values.new_peer()
+
+    def _fail_rest(self, name: str, reason: str | None) -> None:
+        question = self.questions[name]
+        question.scored += [_failed(case, reason) for case in question.template.test_cases[len(question.scored) :]]
+
+    def _run_cases(self, tf: TestFile, cases: list) -> list[TestCaseResult]:
+        """Run cases in order; stop after one during which the sandbox failed (its result says why)."""
+        values = self.session.values
+        env, namespace = StudentEnv(values), None
+
+        def get_namespace() -> StudentNamespace:
+            nonlocal namespace
+            namespace = namespace or StudentNamespace(values)
+            return namespace
+
+        results = []
+        self.testing = True
+        try:
+            with printoptions(self.session.printoptions()):
+                for case in cases:
+                    results.append(run_case(tf, case, env, get_namespace))
+                    if self.session.dead is not None:
+                        break
+        except SandboxFailure:
+            pass  # the sandbox died while asking for its print options
+        finally:
+            self.testing = False
+        return results
+
+    # -- results ---------------------------------------------------------------------------------
+    def _result(self, name: str) -> QuestionResult:
+        question = self.questions[name]
+        tf = question.template
+        scored = type(tf)(tf.name, tf.path, tf.test_cases, tf.all_or_nothing)
+        scored.test_case_results = question.scored
+        return QuestionResult.from_otter(scored, visible=question.visible)
 
 
-def _error_message(tf: ExceptionTestFile, e: Exception) -> str:
-    try:
-        return tf._generate_error_message(e)
-    except Exception:  # the traceback did not reach the test function (e.g. sandbox died first)
-        return f"Error in test {tf.name}:\n{type(e).__name__}: {e}"
+def _failed(case, reason: str | None) -> TestCaseResult:
+    return TestCaseResult(test_case=case, message=f"❌ Test case failed\n{reason}", passed=False)
 
 
 def grade_cells(assignment: Assignment, cells: list[Cell], options: GradeOptions) -> GradeResult:
     """Run the cells and the tests; the caller has validated the notebook."""
-    templates = {tf.name: tf for tf in assignment.parse_tests()}
-    graded: dict[str, ExceptionTestFile] = {}
-    cell_errors: list[str] = []
-    session = Session(assignment, options)
-    checks = 0
-
-    def on_check(question: str) -> None:
-        nonlocal checks
-        if question in templates and checks < MAX_CHECKS:
-            checks += 1
-            tf = _fresh(templates[question])
-            run_test_file(tf, session, restart=False)
-            graded[question] = tf
-
-    session.on_check = on_check
-    try:
-        session.start()
-        for cell in cells:
-            if not session.alive():
-                cell_errors.append(f"cell {cell.index}: not run: {session.channel.dead}")
-                continue
-            try:
-                error = session.exec(cell)
-                session.completed.append(cell)
-            except SandboxFailure as e:
-                error = f"cell {cell.index}: {e}"
-            if error:
-                cell_errors.append(error)
-        for name, template in templates.items():
-            if name not in graded:
-                graded[name] = tf = _fresh(template)
-                run_test_file(tf, session, restart=True)
-    finally:
-        session.close()
-    # In the order they were graded, as Otter reports them: checked questions first, in notebook order.
-    questions = [QuestionResult.from_otter(tf) for tf in graded.values()]
-    return GradeResult(
-        submission="",
-        max_score=sum(q.max_score for q in questions),
-        questions=questions,
-        cell_errors=cell_errors,
-    )
-
-
-def _fresh(template: ExceptionTestFile) -> ExceptionTestFile:
-    """A copy of a parsed test file with its own result list."""
-    tf = ExceptionTestFile(template.name, template.path, template.test_cases, template.all_or_nothing)
-    tf.source = template.source
-    return tf
+    return Grading(assignment, cells, options.limits(assignment.limits)).run()
 
 
 def grade_submission(
@@ -175,36 +307,20 @@ def grade_submission(
 ) -> GradeResult:
     """Grade one notebook (bytes or a path) against an autograder zip; thread-safe.
 
-    Unusable input gives a result with `error` set and `invalid_input` True; a missing or
-    broken sandbox raises SandboxUnavailable (student code never runs unsandboxed).
+    Unusable input gives a result with `error` set and `invalid_input` True; a missing or broken
+    sandbox raises SandboxUnavailable (student code never runs unsandboxed).
     """
     options = options or GradeOptions()
     assignment = load_assignment(autograder)
-    if isinstance(notebook, bytes):
-        label = label or "<bytes>"
-        data: bytes | None = notebook
-    else:
-        label = label or str(notebook)
-        data = _read_capped(notebook, options.max_notebook_bytes)
+    label = label or ("<bytes>" if isinstance(notebook, bytes) else str(notebook))
     try:
-        if data is None:
-            raise InvalidSubmission(f"cannot read {label}")
+        data = notebook if isinstance(notebook, bytes) else read_notebook(notebook, options.max_notebook_bytes)
         cells = load_cells(data, assignment.name, options.max_notebook_bytes)
     except InvalidSubmission as e:
-        max_score = assignment.points
-        return GradeResult(label, float(max_score), error=str(e), invalid_input=True)
+        return GradeResult(label, assignment.points, error=str(e), invalid_input=True)
     return replace(grade_cells(assignment, cells, options), submission=label)
 
 
 def check_submission(autograder: str | os.PathLike[str], data: bytes, max_bytes: int) -> None:
     """Raise InvalidSubmission unless `data` is a gradable notebook for this assignment (runs nothing)."""
     load_cells(data, load_assignment(autograder).name, max_bytes)
-
-
-def _read_capped(path: str | os.PathLike[str], cap: int) -> bytes | None:
-    """Read at most cap+1 bytes, so a huge file is rejected without loading it."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(cap + 1)
-    except OSError:
-        return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from otter.test_files import TestFile
+from .testfiles import TestCaseResult, TestFile
 
 
 @dataclass(frozen=True)
@@ -24,36 +24,41 @@ class QuestionResult:
     score: float
     max_score: float
     tests: list[TestResult]
+    """every test as scored (hidden ones included): the staff view"""
+    visible: list[TestResult] = field(default_factory=list)
+    """the public tests as run before any hidden test entered the sandbox: what the student sees"""
 
     @classmethod
-    def from_otter(cls, tf: TestFile) -> QuestionResult:
+    def from_otter(cls, tf: TestFile, visible: list[TestCaseResult]) -> QuestionResult:
         """Scores come from Otter's TestFile (all_or_nothing included) for parity with `otter run`."""
-        tests = [
-            TestResult(
-                name=r.test_case.name,
-                hidden=bool(r.test_case.hidden),
-                passed=r.passed,
-                score=float(r.test_case.points) if r.passed else 0.0,
-                max_score=float(r.test_case.points),
-                message=r.message or "",
-            )
-            for r in tf.test_case_results
-        ]
-        return cls(tf.name, float(tf.score), float(tf.possible), tests)
+        return cls(tf.name, float(tf.score), float(tf.possible), _tests(tf.test_case_results), _tests(visible))
 
     def to_dict(self, student_view: bool) -> dict[str, Any]:
-        shown = [t for t in self.tests if not (student_view and t.hidden)]
         out: dict[str, Any] = {
             "name": self.name,
             "score": self.score,
             "max_score": self.max_score,
-            "tests": [vars(t).copy() for t in shown],
+            "tests": [vars(t).copy() for t in (self.visible if student_view else self.tests)],
         }
         if student_view:
             hidden = [t for t in self.tests if t.hidden]
             out["hidden_passed"] = sum(t.passed for t in hidden)
             out["hidden_total"] = len(hidden)
         return out
+
+
+def _tests(results: list[TestCaseResult]) -> list[TestResult]:
+    return [
+        TestResult(
+            name=r.test_case.name,
+            hidden=bool(r.test_case.hidden),
+            passed=r.passed,
+            score=float(r.test_case.points) if r.passed else 0.0,
+            max_score=float(r.test_case.points),
+            message=r.message or "",
+        )
+        for r in results
+    ]
 
 
 @dataclass(frozen=True)

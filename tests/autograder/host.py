@@ -7,16 +7,16 @@ import os
 import sys
 from pathlib import Path
 
-from autograder import GradeOptions
+from autograder.options import Limits
 
 # Where the attack corpus tries to write, and the names it writes there.
 WRITE_TARGETS = ["/tmp", "/var/tmp", "/etc", "/usr", "/root", "/work", sys.prefix, os.path.dirname(sys.executable)]
 ARTIFACTS = ["results.json", "pwned-by-pickle", "written-by-student.txt", "filler-*"]
 
 
-def sandbox_processes(options: GradeOptions | None = None) -> list[int]:
+def sandbox_processes(*_: object) -> list[int]:
     """Pids of live processes running as one of the sandbox uids."""
-    base = (options or GradeOptions()).sandbox_uid
+    base = Limits().sandbox_uid
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():

@@ -22,7 +22,7 @@ from tests.autograder.host import host_artifacts, sandbox_processes
 from tests.submissions import AUTOGRADER_ZIP, corpus, submission_notebook
 
 ATTACKS = corpus("attacks")
-OPTIONS = GradeOptions(cell_timeout=2.0, test_timeout=2.0, grace=0.5)
+OPTIONS = GradeOptions(cell_timeout=2.0, test_timeout=2.0, grace=0.5, total_timeout=60)
 CANARY = "grader-secret-canary-7f3a"
 
 
@@ -75,7 +75,7 @@ def test_attack_fails(attack, test_sources, loopback_listener, monkeypatch):
     assert [text for text in hidden_test_texts(test_sources) if text in student_view] == []
     assert CANARY not in json.dumps(result.to_dict())
     assert host_artifacts() - before == set()
-    assert sandbox_processes(OPTIONS) == []
+    assert sandbox_processes() == []
     with pytest.raises(BlockingIOError):
         loopback_listener.accept()
     assert elapsed < OPTIONS.total_timeout

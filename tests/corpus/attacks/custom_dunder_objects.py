@@ -1,6 +1,11 @@
-"""Answers with objects that claim to equal anything, to be any float and any length."""
+"""Answers with objects that claim to equal anything, to be any float and any length.
 
-EXPECTED_SCORE = 0
+No comparison consults them. Iterating one yields what its __iter__ yields (as under `otter run`), and
+here that is the public test's expected list, which is worth what hard-coding a public answer is worth:
+the public half point of generate, and no hidden test.
+"""
+
+EXPECTED_SCORE = 0.5
 
 
 class Anything:

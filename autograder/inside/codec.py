@@ -1,0 +1,518 @@
+"""Values as data, both ways: what can be rebuilt exactly travels as data, anything else as a reference.
+
+Shared by the sandbox (encoding student values, decoding the grader's) and the grader (encoding its
+values, decoding the sandbox's). Decoding is strict: every node is checked, and sizes, counts, depth and
+itemsizes are checked BEFORE anything is allocated, so a hostile sandbox can make the grader allocate no
+more than the (capped) message it sent.
+
+A message is a JSON document plus one area of raw bytes; {"$b": [offset, length]} points into it.
+Only exact types are data: a subclass of list or of DataFrame is a reference (its methods are student
+code). Data nodes:
+  None, bool, int, float (NaN/Infinity allowed), str; a list is a JSON array;
+  {"$tuple": [...]}, {"$set": [...]}, {"$frozenset": [...]}, {"$dict": [[key, value], ...]},
+  {"$bytes": blob}, {"$complex": [re, im]}, {"$range": [start, stop, step]},
+  {"$date"|"$datetime"|"$time": isoformat}, {"$timedelta": [days, seconds, microseconds]},
+  {"$decimal": text}, {"$fraction": [numerator, denominator]},
+  {"$nd": {"dtype", "shape", "data": blob}} or {"$nd": {"dtype": "|O", "shape", "items": [...]}},
+  {"$npv": {"dtype", "data": blob}} (a numpy scalar),
+  {"$index": ...}, {"$series": ...}, {"$frame": ...} (pandas objects),
+  {"$ref": handle, "type", "module", "kind", "truth", "name"}: an object that stays where it lives (a
+  module's "name" lets the grader use its own import of it);
+  {"$module": name}: a module of the grader's, which the sandbox imports itself;
+  {"$tf": {...}}: a function of the grader handed to student code (see runner.py);
+  {"$global": [module, qualified name]}: a function or class both sides import by name.
+"""
+
+import datetime
+import decimal
+import fractions
+import math
+import re
+import sys
+
+MAX_BLOBS = 64 * 1024 * 1024
+"""raw bytes one message may carry; a larger value is sent as a reference"""
+MAX_DEPTH = 64
+MAX_ITEMS = 1_000_000
+"""elements of one container sent as data; a larger container is sent as a reference"""
+MAX_NODES = 2_000_000
+"""nodes a decoder accepts in one message"""
+MAX_ITEMSIZE = 1 << 16
+MAX_NDIM = 32
+KINDS = "biufcmMUS"  # numpy dtype kinds sent as raw bytes (bool, ints, floats, complex, times, str, bytes)
+DTYPE = re.compile(r"^[<>|=][biufcmMUS]\d{1,6}(\[\d*[a-zA-Z]{1,2}\])?$")
+REF_KEYS = {"$ref", "type", "module", "kind", "truth", "name"}
+
+
+class TooLarge(Exception):
+    """The value cannot travel as data (too large, or not rebuildable); it travels as a reference."""
+
+
+class Malformed(ValueError):
+    """A message value that is not what this codec produces."""
+
+
+class Blobs:
+    """The raw-bytes area of one outgoing message."""
+
+    def __init__(self):
+        self.parts, self.size = [], 0
+
+    def add(self, data):
+        data = memoryview(data).cast("B")
+        if self.size + data.nbytes > MAX_BLOBS:
+            raise TooLarge
+        node = {"$b": [self.size, data.nbytes]}
+        self.parts.append(data)
+        self.size += data.nbytes
+        return node
+
+
+# == encoding ==================================================================================
+
+
+class Encoder:
+    """Turns values into nodes; `ref(x)` decides what a value that is not data becomes."""
+
+    def ref(self, x):
+        raise TooLarge
+
+    def encode(self, x, blobs, depth=0):
+        t = type(x)
+        if t in (type(None), bool, int, float, str):
+            return x
+        encoder = _ENCODERS.get(t) or _library_encoder(t)
+        if encoder is not None and depth <= MAX_DEPTH:
+            mark = (len(blobs.parts), blobs.size)
+            try:
+                return encoder(self, x, blobs, depth + 1)
+            except Exception:  # noqa: BLE001 - too large or not rebuildable: a reference instead
+                del blobs.parts[mark[0] :]
+                blobs.size = mark[1]
+        return self.ref(x)
+
+    def items(self, xs, blobs, depth):
+        if len(xs) > MAX_ITEMS:
+            raise TooLarge
+        return [self.encode(v, blobs, depth) for v in xs]
+
+
+def _encode_dict(encoder, x, blobs, depth):
+    if len(x) > MAX_ITEMS:
+        raise TooLarge
+    return {"$dict": [[encoder.encode(k, blobs, depth), encoder.encode(v, blobs, depth)] for k, v in x.items()]}
+
+
+def _encode_datetime(tag):
+    def encode(encoder, x, blobs, depth):
+        if x.tzinfo is not None and type(x.tzinfo) is not datetime.timezone:
+            raise TooLarge  # zoneinfo and pytz zones are references: their rules are not data
+        return {tag: x.isoformat()}
+
+    return encode
+
+
+_ENCODERS = {
+    list: lambda e, x, b, d: e.items(x, b, d),
+    tuple: lambda e, x, b, d: {"$tuple": e.items(x, b, d)},
+    set: lambda e, x, b, d: {"$set": e.items(x, b, d)},
+    frozenset: lambda e, x, b, d: {"$frozenset": e.items(x, b, d)},
+    dict: _encode_dict,
+    bytes: lambda e, x, b, d: {"$bytes": b.add(x)},
+    complex: lambda e, x, b, d: {"$complex": [x.real, x.imag]},
+    range: lambda e, x, b, d: {"$range": [x.start, x.stop, x.step]},
+    datetime.date: lambda e, x, b, d: {"$date": x.isoformat()},
+    datetime.datetime: _encode_datetime("$datetime"),
+    datetime.time: _encode_datetime("$time"),
+    datetime.timedelta: lambda e, x, b, d: {"$timedelta": [x.days, x.seconds, x.microseconds]},
+    decimal.Decimal: lambda e, x, b, d: {"$decimal": str(x)},
+    fractions.Fraction: lambda e, x, b, d: {"$fraction": [x.numerator, x.denominator]},
+}
+
+
+def _library_encoder(t):
+    """numpy and pandas encoders, looked up only when that library is already imported."""
+    module = getattr(t, "__module__", "") or ""
+    numpy = sys.modules.get("numpy")
+    if module.startswith("numpy") and numpy is not None:
+        if t is numpy.ndarray:
+            return _encode_array
+        if isinstance(t, type) and issubclass(t, numpy.generic) and module == "numpy":
+            return _encode_numpy_scalar
+    pandas = sys.modules.get("pandas")
+    if module.startswith("pandas") and pandas is not None:
+        if t is pandas.DataFrame:
+            return _encode_frame
+        if t is pandas.Series:
+            return _encode_series
+        if t in _pandas_index_types(pandas):
+            return _encode_index
+    return None
+
+
+def _encode_array(encoder, x, blobs, depth):
+    if x.dtype.kind == "O":
+        if x.size > MAX_ITEMS:
+            raise TooLarge
+        items = [encoder.encode(v, blobs, depth) for v in x.ravel(order="C").tolist()]
+        return {"$nd": {"dtype": "|O", "shape": list(x.shape), "items": items}}
+    if not DTYPE.match(x.dtype.str) or x.dtype.itemsize > MAX_ITEMSIZE:
+        raise TooLarge
+    numpy = sys.modules["numpy"]
+    data = numpy.ascontiguousarray(x).reshape(-1).view(numpy.uint8)
+    return {"$nd": {"dtype": x.dtype.str, "shape": list(x.shape), "data": blobs.add(data)}}
+
+
+def _encode_numpy_scalar(encoder, x, blobs, depth):
+    if not DTYPE.match(x.dtype.str):
+        raise TooLarge
+    numpy = sys.modules["numpy"]
+    return {"$npv": {"dtype": x.dtype.str, "data": blobs.add(numpy.array(x).reshape(-1).view(numpy.uint8))}}
+
+
+def _pandas_index_types(pandas):
+    return (pandas.Index, pandas.RangeIndex, pandas.MultiIndex, pandas.DatetimeIndex, pandas.TimedeltaIndex,
+            pandas.CategoricalIndex)  # fmt: skip
+
+
+def _encode_frame(encoder, x, blobs, depth):
+    if x.attrs or x.shape[1] > MAX_ITEMS:
+        raise TooLarge
+    data = [_encode_values(encoder, x.iloc[:, i].array, blobs, depth) for i in range(x.shape[1])]
+    return {"$frame": {"columns": _encode_index(encoder, x.columns, blobs, depth), "data": data,
+                       "index": _encode_index(encoder, x.index, blobs, depth)}}  # fmt: skip
+
+
+def _encode_series(encoder, x, blobs, depth):
+    if x.attrs:
+        raise TooLarge
+    return {"$series": {"data": _encode_values(encoder, x.array, blobs, depth),
+                        "index": _encode_index(encoder, x.index, blobs, depth),
+                        "name": _label(encoder, x.name, blobs, depth)}}  # fmt: skip
+
+
+def _encode_index(encoder, x, blobs, depth):
+    pandas = sys.modules["pandas"]
+    t = type(x)
+    if t is pandas.RangeIndex:
+        return {"$index": {"range": [x.start, x.stop, x.step], "name": _label(encoder, x.name, blobs, depth)}}
+    if t is pandas.MultiIndex:
+        return {"$index": {"levels": [_encode_index(encoder, level, blobs, depth) for level in x.levels],
+                           "codes": [_encode_array(encoder, c, blobs, depth) for c in x.codes],
+                           "names": [_label(encoder, n, blobs, depth) for n in x.names]}}  # fmt: skip
+    if t not in _pandas_index_types(pandas):
+        raise TooLarge
+    return {"$index": {"data": _encode_values(encoder, x.array, blobs, depth),
+                       "name": _label(encoder, x.name, blobs, depth)}}  # fmt: skip
+
+
+def _label(encoder, label, blobs, depth):
+    node = encoder.encode(label, blobs, depth)
+    if type(node) is dict and "$ref" in node:
+        raise TooLarge
+    return node
+
+
+def _encode_values(encoder, array, blobs, depth):
+    """The values of a column or an index: a numpy array or one of pandas' own arrays."""
+    pandas, numpy = sys.modules["pandas"], sys.modules["numpy"]
+    t, arrays = type(array), pandas.arrays
+    if t is arrays.NumpyExtensionArray:
+        return _encode_array(encoder, array.to_numpy(), blobs, depth)
+    if t in (arrays.DatetimeArray, arrays.TimedeltaArray):
+        tz = getattr(array, "tz", None)
+        return {"$pdarray": {"kind": t.__name__, "data": _encode_array(encoder, array._ndarray, blobs, depth),
+                             "tz": None if tz is None else str(tz)}}  # fmt: skip
+    if t is pandas.Categorical:
+        return {"$pdarray": {"kind": "Categorical", "codes": _encode_array(encoder, array.codes, blobs, depth),
+                             "categories": _encode_index(encoder, array.categories, blobs, depth),
+                             "ordered": bool(array.ordered)}}  # fmt: skip
+    if t in (arrays.IntegerArray, arrays.FloatingArray, arrays.BooleanArray):
+        return {"$pdarray": {"kind": t.__name__, "dtype": str(array.dtype),
+                             "data": _encode_array(encoder, array._data, blobs, depth),
+                             "mask": _encode_array(encoder, array._mask, blobs, depth)}}  # fmt: skip
+    if t is arrays.StringArray and array.dtype.storage == "python":
+        items = [None if v is pandas.NA else v for v in numpy.asarray(array, dtype=object).tolist()]
+        if not all(type(v) in (str, type(None)) for v in items):
+            raise TooLarge
+        return {"$pdarray": {"kind": "StringArray", "items": items}}
+    raise TooLarge
+
+
+# == decoding ==================================================================================
+
+
+class Decoder:
+    """Nodes of one message back into values, checking everything; `Malformed` on anything unexpected.
+
+    Hooks: on_ref(node) for references, on_function(body) for grader functions (only the sandbox
+    accepts them), on_module(name) for modules.
+    """
+
+    def __init__(self, blob, on_ref, on_module, on_function=None, max_nodes=MAX_NODES):
+        self.blob, self.on_ref, self.on_module, self.on_function = blob, on_ref, on_module, on_function
+        self.nodes, self.max_nodes = 0, max_nodes
+
+    def value(self, node, depth=0):
+        self.nodes += 1
+        if self.nodes > self.max_nodes or depth > MAX_DEPTH:
+            raise Malformed("value too large or nested too deeply")
+        t = type(node)
+        if t in (type(None), bool, int, float, str):
+            return node
+        if t is list:
+            return [self.value(v, depth + 1) for v in node]
+        if t is not dict or not node:
+            raise Malformed("unexpected node")
+        tag = next(iter(node))
+        if tag == "$ref" and set(node) <= REF_KEYS:
+            return self.on_ref(node)
+        if len(node) != 1 or tag not in _DECODERS:
+            raise Malformed(f"unexpected node {str(tag)[:20]!r}")
+        if tag == "$tf":
+            if self.on_function is None:
+                raise Malformed("unexpected function")
+            return self.on_function(node[tag])
+        return _DECODERS[tag](self, node[tag], depth + 1)
+
+    def values(self, body, depth):
+        return [self.value(v, depth) for v in _list(body)]
+
+    def bytes(self, node):
+        offset, length = _ints(_field(node, "$b"), 2)
+        if offset < 0 or length < 0 or offset + length > len(self.blob):
+            raise Malformed("blob out of range")
+        return self.blob[offset : offset + length]
+
+
+def _list(x, length=None):
+    if type(x) is not list or (length is not None and len(x) != length):
+        raise Malformed("expected a list")
+    return x
+
+
+def _ints(x, length=None):
+    if not all(type(v) is int for v in _list(x, length)):
+        raise Malformed("expected integers")
+    return x
+
+
+def _field(body, name, kind=None):
+    if type(body) is not dict or name not in body:
+        raise Malformed(f"missing {name}")
+    value = body[name]
+    if kind is not None and type(value) is not kind:
+        raise Malformed(f"bad {name}")
+    return value
+
+
+def _make(cls, *args):
+    try:
+        return cls(*args)
+    except (TypeError, ValueError, OverflowError, ArithmeticError) as e:
+        raise Malformed(f"cannot rebuild {cls.__name__}: {type(e).__name__}") from None
+
+
+def _decode_dict(d, body, depth):
+    pairs = [_list(pair, 2) for pair in _list(body)]
+    try:
+        return {d.value(k, depth): d.value(v, depth) for k, v in pairs}
+    except TypeError:
+        raise Malformed("unhashable key") from None
+
+
+def _decode_set(cls):
+    def decode(d, body, depth):
+        try:
+            return cls(d.values(body, depth))
+        except TypeError:
+            raise Malformed("unhashable set element") from None
+
+    return decode
+
+
+def _numbers(body, length):
+    if type(body) is not list or len(body) != length or not all(type(v) in (int, float) for v in body):
+        raise Malformed("expected numbers")
+    return body
+
+
+def _iso(cls):
+    def decode(d, body, depth):
+        if type(body) is not str or len(body) > 64:
+            raise Malformed("bad date")
+        return _make(cls.fromisoformat, body)
+
+    return decode
+
+
+def _decode_decimal(d, body, depth):
+    if type(body) is not str or len(body) > 1000:
+        raise Malformed("bad decimal")
+    return _make(decimal.Decimal, body)
+
+
+def _dtype(text):
+    numpy = sys.modules.get("numpy") or __import__("numpy")
+    if type(text) is not str or not DTYPE.match(text):
+        raise Malformed("bad dtype")
+    dtype = numpy.dtype(text)
+    if dtype.itemsize > MAX_ITEMSIZE or dtype.kind not in KINDS:
+        raise Malformed("bad dtype")
+    return dtype
+
+
+def _decode_array(d, body, depth):
+    numpy = sys.modules.get("numpy") or __import__("numpy")
+    shape = _ints(_field(body, "shape"))
+    if len(shape) > MAX_NDIM or any(n < 0 for n in shape):
+        raise Malformed("bad shape")
+    count = math.prod(shape)
+    if _field(body, "dtype") == "|O":
+        items = _list(_field(body, "items"))
+        if len(items) != count or count > MAX_ITEMS:
+            raise Malformed("object array of the wrong size")
+        array = numpy.empty(count, dtype=object)
+        for i, item in enumerate(items):
+            array[i] = d.value(item, depth)
+        return array.reshape(shape)
+    dtype = _dtype(body["dtype"])
+    data = d.bytes(_field(body, "data"))
+    if count * dtype.itemsize != len(data):
+        raise Malformed("array data of the wrong size")
+    return numpy.frombuffer(data, dtype=dtype).reshape(shape).copy()
+
+
+def _decode_numpy_scalar(d, body, depth):
+    array = _decode_array(d, {"dtype": _field(body, "dtype"), "shape": [], "data": _field(body, "data")}, depth)
+    return array[()]
+
+
+def _decode_module(d, body, depth):
+    if type(body) is not str or not all(part.isidentifier() for part in body.split(".")):
+        raise Malformed("bad module name")
+    return d.on_module(body)
+
+
+def _decode_global(d, body, depth):
+    module, name = _list(body, 2)
+    if type(module) is not str or type(name) is not str:
+        raise Malformed("bad global")
+    value = d.on_module(module)
+    for part in name.split("."):
+        value = getattr(value, part)
+    return value
+
+
+# -- pandas ---------------------------------------------------------------------------------
+
+
+def _pandas():
+    return sys.modules.get("pandas") or __import__("pandas")
+
+
+def _decode_index(d, body, depth):
+    pandas = _pandas()
+    name = d.value(body.get("name"), depth) if type(body) is dict else None
+    if type(body) is dict and "range" in body:
+        return _make(pandas.RangeIndex, *_ints(body["range"], 3)).rename(name)
+    if type(body) is dict and "levels" in body:
+        levels = [_index_node(d, level, depth) for level in _list(body["levels"])]
+        codes = [_array_node(d, c, depth) for c in _list(body["codes"])]
+        names = d.values(body.get("names", []), depth)
+        if not (len(levels) == len(codes) == len(names)) or not levels:
+            raise Malformed("bad MultiIndex")
+        try:
+            return pandas.MultiIndex(levels=levels, codes=codes, names=names, verify_integrity=True)
+        except (TypeError, ValueError):
+            raise Malformed("bad MultiIndex") from None
+    try:
+        return pandas.Index(_decode_values(d, _field(body, "data"), depth), name=name, copy=False)
+    except (TypeError, ValueError):
+        raise Malformed("bad Index") from None
+
+
+def _index_node(d, node, depth):
+    return _decode_index(d, _field(node, "$index"), depth + 1)
+
+
+def _array_node(d, node, depth):
+    array = _decode_array(d, _field(node, "$nd"), depth + 1)
+    if array.dtype.kind == "O":
+        raise Malformed("expected a numeric array")
+    return array
+
+
+def _decode_values(d, node, depth):
+    if type(node) is not dict or "$pdarray" not in node:
+        return _array_node(d, node, depth)
+    pandas, body = _pandas(), node["$pdarray"]
+    kind = _field(body, "kind", str)
+    try:
+        if kind == "Categorical":
+            categories = _index_node(d, _field(body, "categories"), depth)
+            codes = _array_node(d, _field(body, "codes"), depth)
+            return pandas.Categorical.from_codes(codes, categories, ordered=_field(body, "ordered", bool))
+        if kind in ("DatetimeArray", "TimedeltaArray"):
+            values = pandas.array(_array_node(d, _field(body, "data"), depth))
+            tz = body.get("tz")
+            if tz is not None:
+                values = values.tz_localize("UTC").tz_convert(_field(body, "tz", str))
+            return values
+        if kind == "StringArray":
+            items = _list(_field(body, "items"))
+            if not all(type(v) in (str, type(None)) for v in items):
+                raise Malformed("bad StringArray")
+            return pandas.array(items, dtype="string[python]")
+        if kind in ("IntegerArray", "FloatingArray", "BooleanArray"):
+            data, mask = _array_node(d, _field(body, "data"), depth), _array_node(d, _field(body, "mask"), depth)
+            return getattr(pandas.arrays, kind)(data, mask)
+    except (TypeError, ValueError, KeyError) as e:
+        raise Malformed(f"bad {kind}: {type(e).__name__}") from None
+    raise Malformed(f"unknown pandas array {kind[:40]!r}")
+
+
+def _decode_series(d, body, depth):
+    pandas = _pandas()
+    values = _decode_values(d, _field(body, "data"), depth)
+    index = _index_node(d, _field(body, "index"), depth)
+    if len(index) != len(values):
+        raise Malformed("Series index of the wrong length")
+    return pandas.Series(values, index=index, name=d.value(body.get("name"), depth), copy=False)
+
+
+def _decode_frame(d, body, depth):
+    pandas = _pandas()
+    columns = _index_node(d, _field(body, "columns"), depth)
+    index = _index_node(d, _field(body, "index"), depth)
+    data = [_decode_values(d, column, depth) for column in _list(_field(body, "data"))]
+    if len(data) != len(columns) or any(len(column) != len(index) for column in data):
+        raise Malformed("DataFrame of inconsistent shape")
+    frame = pandas.DataFrame(dict(enumerate(data)), index=index, copy=False)
+    frame.columns = columns
+    return frame
+
+
+_DECODERS = {
+    "$tuple": lambda d, body, depth: tuple(d.values(body, depth)),
+    "$set": _decode_set(set),
+    "$frozenset": _decode_set(frozenset),
+    "$dict": _decode_dict,
+    "$bytes": lambda d, body, depth: bytes(d.bytes(body)),
+    "$complex": lambda d, body, depth: complex(*_numbers(body, 2)),
+    "$range": lambda d, body, depth: _make(range, *_ints(body, 3)),
+    "$date": _iso(datetime.date),
+    "$datetime": _iso(datetime.datetime),
+    "$time": _iso(datetime.time),
+    "$timedelta": lambda d, body, depth: _make(datetime.timedelta, *_ints(body, 3)),
+    "$decimal": _decode_decimal,
+    "$fraction": lambda d, body, depth: _make(fractions.Fraction, *_ints(body, 2)),
+    "$nd": _decode_array,
+    "$npv": _decode_numpy_scalar,
+    "$index": _decode_index,
+    "$series": _decode_series,
+    "$frame": _decode_frame,
+    "$module": _decode_module,
+    "$global": _decode_global,
+    "$tf": None,  # handled by Decoder.value
+}

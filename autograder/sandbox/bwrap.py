@@ -1,0 +1,228 @@
+"""Starting, watching and killing the bubblewrap sandbox that runs student code.
+
+bwrap runs as root without a user namespace; the student interpreter is started through `setpriv` as a
+dedicated unprivileged uid. Only /usr, the Python installation and the grader's `inside` package are
+visible (read-only); /tmp is a size-capped tmpfs; there is no network. The whole sandbox (bwrap and
+every process it starts) is in its own cgroup that caps memory, processes and CPU together, and a
+watchdog thread kills it at the grading's deadline whatever the grading thread is doing. The grader
+never falls back to running student code unsandboxed: any failure raises SandboxUnavailable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ..options import Limits
+from .cgroups import CgroupUnavailable, SandboxCgroup
+from .cgroups import Limits as CgroupLimits
+from .uids import UidPool
+
+INSIDE = Path(__file__).resolve().parent.parent / "inside"
+INSIDE_MOUNT = "/opt/grader/_autograder_inside"
+OUTPUT_CAP = 64 * 1024
+INSTALL_HINT = (
+    "the grader needs bubblewrap and root privileges to sandbox student code; "
+    "install it with `apt-get install bubblewrap` (or set GRADER_BWRAP to its path) "
+    "and run the grader as root"
+)
+START = "import sys; sys.path.insert(0, '/opt/grader'); from _autograder_inside.runner import main; main()"
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot be started; student code is never run without it."""
+
+
+_UIDS = UidPool()
+
+
+def find_bwrap(limits: Limits) -> str:
+    """Resolve the bwrap binary or fail closed with an installation hint."""
+    path = limits.bwrap or shutil.which("bwrap")
+    if not path or not os.access(path, os.X_OK):
+        raise SandboxUnavailable(f"bubblewrap not found ({path or 'bwrap not on PATH'}): {INSTALL_HINT}")
+    return path
+
+
+def _ancestors(path: str) -> list[str]:
+    parents = [str(p) for p in Path(path).parents if str(p) != "/"]
+    return sorted(parents, key=len)
+
+
+def bwrap_argv(limits: Limits, uid: int, read_fd: int, write_fd: int, info_fd: int) -> list[str]:
+    """The full command line; read_fd/write_fd are the runner's protocol pipe ends."""
+    python_roots = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)})
+    dirs = sorted({d for root in python_roots for d in _ancestors(root)}, key=len)
+    argv = [
+        find_bwrap(limits),
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--info-fd", str(info_fd),
+        "--clearenv",
+        "--setenv", "PATH", "/usr/bin:/bin",
+        "--setenv", "HOME", "/tmp",
+        "--setenv", "LANG", "C.UTF-8",
+        "--setenv", "OPENBLAS_NUM_THREADS", "1",
+        "--setenv", "OMP_NUM_THREADS", "1",
+        "--setenv", "MPLBACKEND", "Agg",
+        "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+        "--ro-bind", "/usr", "/usr",
+        "--symlink", "usr/lib", "/lib",
+        "--symlink", "usr/lib64", "/lib64",
+        "--symlink", "usr/bin", "/bin",
+        "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--perms", "1777", "--size", str(limits.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
+    ]  # fmt: skip
+    for d in dirs:
+        argv += ["--perms", "0755", "--dir", d]
+    for root in python_roots:
+        argv += ["--ro-bind", root, root]
+    argv += ["--perms", "0755", "--dir", "/opt/grader"]
+    argv += ["--ro-bind", str(INSIDE), INSIDE_MOUNT, "--chdir", "/tmp", "--"]
+    argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    argv += ["--inh-caps=-all", "--bounding-set=-all", "--"]
+    argv += [sys.executable, "-I", "-c", START, str(read_fd), str(write_fd)]
+    memory = limits.memory_mb * 1024 * 1024
+    argv += [str(memory), str(int(limits.total_timeout) + 1), str(limits.max_processes), str(memory)]
+    return argv
+
+
+class Sandbox:
+    """One running sandbox: a child process, its cgroup, the two protocol pipe ends and a watchdog."""
+
+    def __init__(self, limits: Limits, deadline: float) -> None:
+        uid = _UIDS.acquire(limits.sandbox_uid)
+        if uid is None:
+            raise SandboxUnavailable("more than 64 sandboxes are running at once on this machine")
+        self.uid = uid
+        self._stopped = threading.Event()
+        self._closed = False
+        self._output = bytearray()
+        try:
+            self.cgroup = SandboxCgroup.create(
+                f"uid-{uid}", CgroupLimits(limits.memory_mb * 1024 * 1024, limits.max_processes, limits.cpus)
+            )
+        except CgroupUnavailable as e:
+            _UIDS.release(uid)
+            raise SandboxUnavailable(str(e)) from None
+        self._start(limits, uid)
+        self._watchdog = threading.Thread(target=self._watch, args=(deadline,), daemon=True, name=f"watchdog-{uid}")
+        self._watchdog.start()
+
+    def _start(self, limits: Limits, uid: int) -> None:
+        child_read, self.write_fd = os.pipe()
+        self.read_fd, child_write = os.pipe()
+        self._info_fd, child_info = os.pipe()
+        os.set_blocking(self._info_fd, False)
+        try:
+            argv = bwrap_argv(limits, uid, child_read, child_write, child_info)
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=(child_read, child_write, child_info),
+                start_new_session=True,
+                preexec_fn=self.cgroup.enter,  # in the cgroup before bwrap can fork
+            )
+        except BaseException as e:
+            for fd in (self.write_fd, self.read_fd, self._info_fd):
+                os.close(fd)
+            self.cgroup.remove()
+            _UIDS.release(uid)
+            if isinstance(e, OSError | SandboxUnavailable):
+                raise SandboxUnavailable(f"cannot start bwrap ({e}): {INSTALL_HINT}") from None
+            raise
+        finally:
+            for fd in (child_read, child_write, child_info):
+                os.close(fd)
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._drainer.start()
+
+    def _drain(self) -> None:
+        """Read the sandbox's fds 1/2 to EOF so it never blocks, keeping only a capped prefix."""
+        assert self.proc.stdout is not None
+        while chunk := self.proc.stdout.read1(65536):
+            if len(self._output) < OUTPUT_CAP:
+                self._output += chunk[: OUTPUT_CAP - len(self._output)]
+
+    def _watch(self, deadline: float) -> None:
+        """Kill the sandbox at the deadline, whatever the grading thread is doing (blocked or not)."""
+        if not self._stopped.wait(max(deadline - time.monotonic(), 0)):
+            self.terminate()
+
+    def output(self) -> str:
+        """What bwrap or the interpreter wrote to fds 1/2 (useful when startup fails)."""
+        return self._output.decode("utf-8", "replace").strip()
+
+    def memory_peak(self) -> int:
+        return self.cgroup.memory_peak()
+
+    def child_pid(self) -> int | None:
+        """Host pid of the pid namespace's init, from bwrap's --info-fd JSON (once written)."""
+        try:
+            return int(json.loads(os.read(self._info_fd, 4096) or b"{}")["child-pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def terminate(self) -> None:
+        """Kill every process of the sandbox (bwrap and all below it); safe from any thread. The grading
+        thread then reads end-of-file and fails the sandbox; its resources are freed by close()."""
+        if not self._closed:
+            self.cgroup.kill()
+
+    def close(self) -> None:
+        """Kill the sandbox and free its pipes, cgroup and uid; idempotent; only its grading thread calls it
+        (a pipe closed under a thread still reading it could be reused by another sandbox)."""
+        if self._closed:
+            return
+        self._stopped.set()
+        self._watchdog.join()
+        self.cgroup.kill()
+        self._closed = True
+        self.proc.wait()
+        self.cgroup.remove()
+        _wait_until_reaped(self.uid)
+        for fd in (self.write_fd, self.read_fd, self._info_fd):
+            os.close(fd)
+        self._drainer.join(timeout=5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        _UIDS.release(self.uid)
+
+
+def _wait_until_reaped(uid: int) -> None:
+    """Killed processes leave the cgroup at once but stay in the process table (counting against the
+    uid's RLIMIT_NPROC) until reaped: the uid goes back to the pool only when none is left."""
+    deadline = time.monotonic() + 5
+    while pids := _processes_of(uid):
+        if time.monotonic() > deadline:
+            raise SandboxUnavailable(f"processes {pids} of sandbox uid {uid} were not reaped")
+        time.sleep(0.002)
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/status", "rb") as f:
+                    uid_line = next(line for line in f if line.startswith(b"Uid:"))
+            except (OSError, StopIteration):
+                continue
+            if int(uid_line.split()[1]) == uid:
+                found.append(int(entry.name))
+    return found

@@ -1,0 +1,176 @@
+"""The grader's side of the value codec (inside/codec.py): the sandbox's values as objects here, and the
+grader's values (data, functions, modules) as messages to the sandbox.
+
+A module the student imported becomes the grader's own import of it when it is on the allow-list below
+(pure libraries); modules with state the notebook depends on (random generators, pyplot's current
+figure) and everything else stay in the sandbox.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .inside.codec import Blobs, Decoder, Encoder, Malformed, TooLarge
+from .protocol import Channel, ProtocolError
+from .remote import ModuleView, StudentCallable, StudentIterator, StudentObject
+
+TRUSTED_MODULES = frozenset(
+    "bisect cmath collections copy datascience datetime decimal fractions functools heapq itertools json math "
+    "numbers numpy operator pandas re scipy sklearn statistics statsmodels string textwrap typing".split()
+)
+STATEFUL = {"numpy": frozenset({"random"})}  # attributes of a trusted module that stay in the sandbox
+
+
+class Values(Encoder):
+    """Encoding and decoding for one grading; proxies belong to the process they came from."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.generation = 0
+        self._proxies: dict[int, StudentObject] = {}
+        self._functions: list[Callable[..., Any]] = []
+        self._function_ids: dict[int, int] = {}
+        self.on_check: Callable[[str], None] = lambda question: None
+        channel.encode, channel.decode, channel.serve = self.encode_args, self.decode, self.serve
+
+    def new_peer(self) -> None:
+        """The channel now talks to another process (a snapshot): references from before are not valid."""
+        self.generation += 1
+        self._proxies.clear()
+
+    def request(self, op: str, **args: Any) -> Any:
+        return self.channel.request(op, self.channel.test_timeout, **args)
+
+    # -- the sandbox's values here -------------------------------------------------------------
+    def decode(self, node: Any, blob: memoryview) -> Any:
+        try:
+            return Decoder(blob, self._reference, self._module).value(node)
+        except (Malformed, RecursionError) as e:
+            raise self.channel.fail(ProtocolError(f"the sandbox sent a malformed value ({e})")) from None
+
+    def _reference(self, node: dict[str, Any]) -> Any:
+        handle = node["$ref"]
+        if type(handle) is not int:
+            raise Malformed("bad reference")
+        if node.get("kind") == "module" and isinstance(node.get("name"), str):
+            return self._trusted_module(node["name"], self._proxy(node, StudentObject))
+        kind = {"function": StudentCallable, "class": StudentCallable, "iterator": StudentIterator}
+        return self._proxy(node, kind.get(node.get("kind"), StudentObject))
+
+    def _proxy(self, node: dict[str, Any], cls: type[StudentObject]) -> StudentObject:
+        proxy = self._proxies.get(node["$ref"])
+        if proxy is None:
+            proxy = self._proxies[node["$ref"]] = cls(self, node)
+        return proxy
+
+    def _trusted_module(self, name: str, remote: StudentObject) -> Any:
+        top = name.split(".")[0]
+        if top not in TRUSTED_MODULES or name in ("numpy.random",):
+            return remote
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            return remote
+        stateful = STATEFUL.get(name)
+        return ModuleView(module, remote, stateful) if stateful else module
+
+    def _module(self, name: str) -> Any:
+        raise Malformed("the sandbox sends modules as references")
+
+    # -- the grader's values to the sandbox -------------------------------------------------------
+    def encode_args(self, args: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
+        blobs = Blobs()
+        return {name: self.encode(value, blobs) for name, value in args.items()}, blobs.parts
+
+    def ref(self, x: Any) -> Any:
+        """A grader value that is not data: a student object, a module, or a function."""
+        if isinstance(x, StudentObject):
+            if x._generation != self.generation:
+                raise TypeError("a student object from another run of the notebook cannot be used here")
+            return {"$ref": x._handle}
+        if isinstance(x, ModuleView):
+            return {"$module": x._module.__name__}
+        if inspect.ismodule(x):
+            return {"$module": x.__name__}
+        if callable(x):
+            return _importable(x) or {"$tf": self._function_body(x)}
+        raise TypeError(f"cannot pass an object of type {type(x).__name__} to student code")
+
+    def _function_body(self, fn: Callable[..., Any]) -> dict[str, Any]:
+        if id(fn) not in self._function_ids:
+            self._function_ids[id(fn)] = len(self._functions)
+            self._functions.append(fn)
+        code = getattr(fn, "__code__", None)
+        return {
+            "handle": self._function_ids[id(fn)],
+            "name": str(getattr(fn, "__name__", "function")),
+            "qualname": str(getattr(fn, "__qualname__", getattr(fn, "__name__", "function"))),
+            "module": getattr(fn, "__module__", None) if isinstance(getattr(fn, "__module__", None), str) else None,
+            "doc": fn.__doc__ if isinstance(fn.__doc__, str) else None,
+            "params": self._parameters(fn),
+            "file": code.co_filename if code else "<grader>",
+            "line": code.co_firstlineno if code else 1,
+        }
+
+    def _parameters(self, fn: Callable[..., Any]) -> list[list[Any]]:
+        try:
+            parameters = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):
+            return [["args", 2, 0, None], ["kwargs", 4, 0, None]]
+        described = []
+        for p in parameters:
+            if p.default is inspect.Parameter.empty:
+                described.append([p.name, int(p.kind), 0, None])
+                continue
+            try:
+                described.append([p.name, int(p.kind), 1, _DataOnly().encode(p.default, _NoBlobs())])
+            except TypeError:
+                described.append([p.name, int(p.kind), 2, None])
+        return described
+
+    # -- requests from the sandbox --------------------------------------------------------------
+    def serve(self, op: str, args: dict[str, Any], blob: memoryview) -> Any:
+        if op == "call":
+            handle = args.get("handle")
+            if type(handle) is not int or not 0 <= handle < len(self._functions):
+                raise self.channel.fail(ProtocolError("the sandbox called an unknown function"))
+            call_args, kwargs = self.decode(args.get("args"), blob), self.decode(args.get("kwargs"), blob)
+            if not isinstance(call_args, list) or not isinstance(kwargs, dict):
+                raise self.channel.fail(ProtocolError("malformed call"))
+            return self._functions[handle](*call_args, **kwargs)
+        if op == "check":
+            question = args.get("question")
+            if not isinstance(question, str):
+                raise self.channel.fail(ProtocolError("malformed check"))
+            return self.on_check(question)
+        raise self.channel.fail(ProtocolError(f"unknown request {str(op)[:40]!r}"))
+
+
+class _DataOnly(Encoder):
+    """Encodes a parameter's default only when it is small data; else the sandbox shows a placeholder."""
+
+    def ref(self, x: Any) -> Any:
+        raise TypeError("not data")
+
+
+class _NoBlobs(Blobs):
+    def add(self, data: Any) -> Any:
+        raise TooLarge
+
+
+def _importable(fn: Any) -> dict[str, list[str]] | None:
+    """[module, qualified name] when the sandbox can import the same function or class itself (a
+    builtin, numpy.mean, math.sqrt): the student then gets the real thing, not a stand-in."""
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
+        return None
+    if module.split(".")[0] not in TRUSTED_MODULES | {"builtins"}:
+        return None
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return {"$global": [module, qualname]} if found is fn else None
