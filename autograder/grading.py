@@ -9,7 +9,8 @@ so that nothing student code sees during hidden tests can reach what the student
    what the student sees. After the last cell, a final snapshot is taken and the public tests of the
    questions never checked run.
 2. Only then does any hidden input enter the sandbox: each snapshot is resumed in turn and the question's
-   whole test file (public and hidden tests, in order, as Otter runs it) is scored against it.
+   hidden tests run against it. A question's score counts its public tests as run in phase 1 (what the
+   student saw) and its hidden tests as run here.
 
 If the sandbox hangs or dies, a fresh one is started and the completed cells are replayed (re-taking the
 snapshots), so one hostile cell or test costs only itself.
@@ -28,7 +29,7 @@ from .protocol import Channel, SandboxFailure
 from .remote import StudentEnv, StudentNamespace
 from .results import GradeResult, QuestionResult
 from .sandbox import Sandbox, SandboxUnavailable
-from .testfiles import TestCaseResult, TestFile, printoptions, run_case
+from .testfiles import OKTestFile, TestCase, TestCaseResult, TestFile, printoptions, run_case
 from .values import Values
 
 STARTUP_TIMEOUT = 10.0
@@ -150,11 +151,18 @@ class Question:
     """One question's test file and what grading found."""
 
     template: TestFile
-    visible: list[TestCaseResult] = field(default_factory=list)
-    """public tests run against the main process at the check (what the student sees)"""
-    scored: list[TestCaseResult] = field(default_factory=list)
-    """every test run against the snapshot (what the score counts)"""
+    results: dict[int, TestCaseResult] = field(default_factory=dict)
+    """by case index: public cases as run at the check (the student sees these), hidden ones as run later
+    on the snapshot"""
     checked: bool = False
+
+    def cases(self, hidden: bool) -> list[tuple[int, TestCase]]:
+        """The public or hidden cases still without a result."""
+        return [(i, c) for i, c in enumerate(self.template.test_cases) if c.hidden == hidden and i not in self.results]
+
+    @property
+    def has_hidden(self) -> bool:
+        return any(case.hidden for case in self.template.test_cases)
 
 
 class Grading:
@@ -172,7 +180,7 @@ class Grading:
         try:
             self.session.start()
             self._run_cells()
-            self._score()
+            self._score_hidden()
         finally:
             self.session.close()
         questions = [self._result(name) for name in self.order]
@@ -193,38 +201,44 @@ class Grading:
                 self.cell_errors.append(error)
         unchecked = [name for name, q in self.questions.items() if not q.checked]
         self.session.cells_done = True
-        if self.session.alive():
+        final_needed = any(q.has_hidden and (not q.checked or n not in self.session.snapshots)
+                           for n, q in self.questions.items())  # fmt: skip
+        if final_needed and self.session.alive():
             try:
                 self.session.snapshot(FINAL)
             except SandboxFailure:
                 pass
         for name in unchecked:
-            self._visible(name)
+            self._run_public(name)
 
     def _on_check(self, name: str) -> None:
         if self.testing or self.checks >= MAX_CHECKS:
             return
         self.checks += 1
-        self.session.snapshot(name)
+        question = self.questions[name]
+        if question.has_hidden:
+            self.session.snapshot(name)
         if self.session.replaying:
             return
-        self.questions[name].checked = True
-        self._visible(name)
+        question.checked = True
+        question.results = {}  # the last check counts, as in Otter
+        self._run_public(name)
 
-    def _visible(self, name: str) -> None:
+    def _run_public(self, name: str) -> None:
         """Run a question's public tests against the main process (never a hidden one)."""
-        question = self.questions[name]
         if name not in self.order:
             self.order.append(name)
-        public = [case for case in question.template.test_cases if not case.hidden]
-        results = self._run_cases(question.template, public)
-        question.visible = results + [_failed(case, self.session.dead) for case in public[len(results) :]]
+        question = self.questions[name]
+        cases = question.cases(hidden=False)
+        question.results.update(self._run_cases(question.template, cases))
+        for i, case in cases:  # those after a sandbox failure
+            question.results.setdefault(i, _failed(case, self.session.dead))
 
-    # -- phase 2: whole test files against the snapshots -------------------------------------------
-    def _score(self) -> None:
-        """Each checked question on its own snapshot; the others (and any whose snapshot was lost) one
-        after another on the final one, as Otter runs them after the last cell."""
-        pending = list(self.order)
+    # -- phase 2: hidden tests against the snapshots -----------------------------------------------
+    def _score_hidden(self) -> None:
+        """Each checked question's hidden tests on its own snapshot; the others' (and any whose snapshot
+        was lost) one question after another on the final one, as Otter runs them after the last cell."""
+        pending = [name for name in self.order if self.questions[name].has_hidden]
         while pending:
             session = self.session
             if not session.alive():
@@ -243,8 +257,7 @@ class Grading:
                     session.values.new_peer()
                     for name in group:
                         question = self.questions[name]
-                        rest = question.template.test_cases[len(question.scored) :]
-                        question.scored += self._run_cases(question.template, rest)
+                        question.results.update(self._run_cases(question.template, question.cases(hidden=True)))
                         if session.dead is not None:
                             break
                         pending.remove(name)
@@ -255,9 +268,9 @@ class Grading:
 
     def _fail_rest(self, name: str, reason: str | None) -> None:
         question = self.questions[name]
-        question.scored += [_failed(case, reason) for case in question.template.test_cases[len(question.scored) :]]
+        question.results.update({i: _failed(case, reason) for i, case in question.cases(hidden=True)})
 
-    def _run_cases(self, tf: TestFile, cases: list) -> list[TestCaseResult]:
+    def _run_cases(self, tf: TestFile, cases: list[tuple[int, TestCase]]) -> dict[int, TestCaseResult]:
         """Run cases in order; stop after one during which the sandbox failed (its result says why)."""
         values = self.session.values
         env, namespace = StudentEnv(values), None
@@ -267,12 +280,12 @@ class Grading:
             namespace = namespace or StudentNamespace(values)
             return namespace
 
-        results = []
+        results: dict[int, TestCaseResult] = {}
         self.testing = True
         try:
-            with printoptions(self.session.printoptions()):
-                for case in cases:
-                    results.append(run_case(tf, case, env, get_namespace))
+            with printoptions(self.session.printoptions() if isinstance(tf, OKTestFile) else None):
+                for i, case in cases:
+                    results[i] = run_case(tf, case, env, get_namespace)
                     if self.session.dead is not None:
                         break
         except SandboxFailure:
@@ -286,8 +299,9 @@ class Grading:
         question = self.questions[name]
         tf = question.template
         scored = type(tf)(tf.name, tf.path, tf.test_cases, tf.all_or_nothing)
-        scored.test_case_results = question.scored
-        return QuestionResult.from_otter(scored, visible=question.visible)
+        scored.test_case_results = [question.results[i] for i in range(len(tf.test_cases))]
+        visible = [r for r in scored.test_case_results if not r.test_case.hidden]
+        return QuestionResult.from_otter(scored, visible=visible)
 
 
 def _failed(case, reason: str | None) -> TestCaseResult:

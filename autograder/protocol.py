@@ -58,6 +58,7 @@ class Channel:
         self.test_timeout = test_timeout
         self.overall_deadline = overall_deadline
         self._next_id = 0
+        self._buffer = bytearray()
         self._deadline = overall_deadline  # of the request being answered now
         self._resumed: int | None = None  # id of the `resume` request while a snapshot has the pipes
         self.dead: str | None = None
@@ -76,42 +77,47 @@ class Channel:
     # -- framing ---------------------------------------------------------------------
     def _send(self, msg: dict[str, Any], blobs: list[bytes], deadline: float) -> None:
         data = json.dumps(msg, separators=(",", ":")).encode()
-        for part in (FRAME.pack(len(data), sum(len(b) for b in blobs)), data, *blobs):
-            view = memoryview(part).cast("B")
-            while view:
-                wait = min(deadline, self.overall_deadline) - time.monotonic()
-                if wait <= 0 or not select.select([], [self._write_fd], [], wait)[1]:
-                    raise self.fail(StudentTimeout("the sandbox stopped reading the grader's requests"))
-                try:
-                    view = view[os.write(self._write_fd, view[:READ_CHUNK]) :]
-                except BlockingIOError:
-                    continue
-                except OSError as e:
-                    raise self.fail(SandboxFailure(f"student code crashed the sandbox ({e})")) from None
+        view = memoryview(b"".join([FRAME.pack(len(data), sum(len(b) for b in blobs)), data, *blobs]))
+        while view:
+            wait = min(deadline, self.overall_deadline) - time.monotonic()
+            if wait <= 0 or not select.select([], [self._write_fd], [], wait)[1]:
+                raise self.fail(StudentTimeout("the sandbox stopped reading the grader's requests"))
+            try:
+                view = view[os.write(self._write_fd, view[:READ_CHUNK]) :]
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                raise self.fail(SandboxFailure(f"student code crashed the sandbox ({e})")) from None
 
-    def _read(self, size: int, deadline: float, timeout: float) -> bytearray:
-        data = bytearray()
-        while len(data) < size:
+    def _fill(self, size: int, deadline: float, timeout: float) -> None:
+        """Read until the buffer holds `size` bytes (reading ahead is fine on this side)."""
+        while len(self._buffer) < size:
             wait = min(deadline, self.overall_deadline) - time.monotonic()
             if wait <= 0 or not select.select([self._read_fd], [], [], wait)[0]:
                 if time.monotonic() >= self.overall_deadline:
                     raise self.fail(StudentTimeout("grading exceeded its overall time limit"))
                 raise self.fail(StudentTimeout(f"student code did not finish within {timeout:g} s"))
             try:
-                chunk = os.read(self._read_fd, min(size - len(data), READ_CHUNK))
+                chunk = os.read(self._read_fd, max(size - len(self._buffer), READ_CHUNK))
             except OSError as e:
                 raise self.fail(SandboxFailure(f"student code crashed the sandbox ({e})")) from None
             if not chunk:
                 raise self.fail(SandboxFailure("student code crashed the sandbox (it exited)"))
-            data += chunk
-        return data
+            self._buffer += chunk
+
+    def _take(self, size: int) -> bytearray:
+        taken = self._buffer[:size]
+        del self._buffer[:size]
+        return taken
 
     def _recv(self, deadline: float, timeout: float) -> tuple[dict[str, Any], memoryview]:
-        json_len, blob_len = FRAME.unpack(self._read(FRAME.size, deadline, timeout))
+        self._fill(FRAME.size, deadline, timeout)
+        json_len, blob_len = FRAME.unpack(self._buffer[: FRAME.size])
         if json_len > MAX_JSON or blob_len > MAX_BLOBS:
             raise self.fail(ProtocolError("the sandbox sent an oversized message"))
-        data = self._read(json_len, deadline, timeout)
-        blob = memoryview(self._read(blob_len, deadline, timeout)) if blob_len else memoryview(b"")
+        self._fill(FRAME.size + json_len + blob_len, deadline, timeout)
+        del self._buffer[: FRAME.size]
+        data, blob = self._take(json_len), memoryview(self._take(blob_len))
         try:
             msg = json.loads(data)
         except (ValueError, RecursionError):

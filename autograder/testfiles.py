@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import doctest
+import functools
 import importlib
 import importlib.util
 import io
@@ -71,10 +72,14 @@ class TestSource:
     path: str
     source: str
 
+    @functools.cached_property
+    def code(self) -> types.CodeType:
+        return compile(self.source, self.path, "exec")
+
     def load(self) -> TestFile:
         env = {"__builtins__": _TEST_BUILTINS, "__name__": pathlib.PurePath(self.path).stem}
         try:
-            exec(compile(self.source, self.path, "exec"), env)
+            exec(self.code, env)
         except Exception as e:
             raise TestFileError(f"test file {self.path} raised {type(e).__name__}: {e}") from None
         if OK_FORMAT_VARNAME not in env:

@@ -34,6 +34,7 @@ class Values(Encoder):
         self._proxies: dict[int, StudentObject] = {}
         self._functions: list[Callable[..., Any]] = []
         self._function_ids: dict[int, int] = {}
+        self._described: set[int] = set()  # functions whose description this process has received
         self.on_check: Callable[[str], None] = lambda question: None
         channel.encode, channel.decode, channel.serve = self.encode_args, self.decode, self.serve
 
@@ -41,6 +42,7 @@ class Values(Encoder):
         """The channel now talks to another process (a snapshot): references from before are not valid."""
         self.generation += 1
         self._proxies.clear()
+        self._described.clear()
 
     def request(self, op: str, **args: Any) -> Any:
         return self.channel.request(op, self.channel.test_timeout, **args)
@@ -101,12 +103,17 @@ class Values(Encoder):
         raise TypeError(f"cannot pass an object of type {type(x).__name__} to student code")
 
     def _function_body(self, fn: Callable[..., Any]) -> dict[str, Any]:
-        if id(fn) not in self._function_ids:
-            self._function_ids[id(fn)] = len(self._functions)
-            self._functions.append(fn)
+        """How the sandbox builds its stand-in for fn (once per function: later only the handle counts)."""
+        handle = self._function_ids.get(id(fn))
+        if handle is None:
+            handle = self._function_ids[id(fn)] = len(self._functions)
+            self._functions.append(fn)  # kept alive, so its id is never reused for another function
+        elif handle in self._described:
+            return {"handle": handle}
+        self._described.add(handle)
         code = getattr(fn, "__code__", None)
         return {
-            "handle": self._function_ids[id(fn)],
+            "handle": handle,
             "name": str(getattr(fn, "__name__", "function")),
             "qualname": str(getattr(fn, "__qualname__", getattr(fn, "__name__", "function"))),
             "module": getattr(fn, "__module__", None) if isinstance(getattr(fn, "__module__", None), str) else None,

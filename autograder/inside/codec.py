@@ -23,9 +23,6 @@ code). Data nodes:
   {"$global": [module, qualified name]}: a function or class both sides import by name.
 """
 
-import datetime
-import decimal
-import fractions
 import math
 import re
 import sys
@@ -105,7 +102,7 @@ def _encode_dict(encoder, x, blobs, depth):
 
 def _encode_datetime(tag):
     def encode(encoder, x, blobs, depth):
-        if x.tzinfo is not None and type(x.tzinfo) is not datetime.timezone:
+        if x.tzinfo is not None and type(x.tzinfo) is not sys.modules["datetime"].timezone:
             raise TooLarge  # zoneinfo and pytz zones are references: their rules are not data
         return {tag: x.isoformat()}
 
@@ -121,18 +118,24 @@ _ENCODERS = {
     bytes: lambda e, x, b, d: {"$bytes": b.add(x)},
     complex: lambda e, x, b, d: {"$complex": [x.real, x.imag]},
     range: lambda e, x, b, d: {"$range": [x.start, x.stop, x.step]},
-    datetime.date: lambda e, x, b, d: {"$date": x.isoformat()},
-    datetime.datetime: _encode_datetime("$datetime"),
-    datetime.time: _encode_datetime("$time"),
-    datetime.timedelta: lambda e, x, b, d: {"$timedelta": [x.days, x.seconds, x.microseconds]},
-    decimal.Decimal: lambda e, x, b, d: {"$decimal": str(x)},
-    fractions.Fraction: lambda e, x, b, d: {"$fraction": [x.numerator, x.denominator]},
+}
+# Types of modules imported only when used (a value of such a type means its module is imported).
+_STDLIB_ENCODERS = {
+    ("datetime", "date"): lambda e, x, b, d: {"$date": x.isoformat()},
+    ("datetime", "datetime"): _encode_datetime("$datetime"),
+    ("datetime", "time"): _encode_datetime("$time"),
+    ("datetime", "timedelta"): lambda e, x, b, d: {"$timedelta": [x.days, x.seconds, x.microseconds]},
+    ("decimal", "Decimal"): lambda e, x, b, d: {"$decimal": str(x)},
+    ("fractions", "Fraction"): lambda e, x, b, d: {"$fraction": [x.numerator, x.denominator]},
 }
 
 
 def _library_encoder(t):
-    """numpy and pandas encoders, looked up only when that library is already imported."""
+    """Encoders for types of other modules, looked up only when that module is already imported."""
     module = getattr(t, "__module__", "") or ""
+    stdlib = _STDLIB_ENCODERS.get((module, getattr(t, "__name__", "")))
+    if stdlib is not None and getattr(sys.modules.get(module), t.__name__, None) is t:
+        return stdlib
     numpy = sys.modules.get("numpy")
     if module.startswith("numpy") and numpy is not None:
         if t is numpy.ndarray:
@@ -337,19 +340,23 @@ def _numbers(body, length):
     return body
 
 
-def _iso(cls):
+def _iso(name):
     def decode(d, body, depth):
         if type(body) is not str or len(body) > 64:
             raise Malformed("bad date")
-        return _make(cls.fromisoformat, body)
+        return _make(getattr(_stdlib("datetime"), name).fromisoformat, body)
 
     return decode
+
+
+def _stdlib(name):
+    return sys.modules.get(name) or __import__(name)
 
 
 def _decode_decimal(d, body, depth):
     if type(body) is not str or len(body) > 1000:
         raise Malformed("bad decimal")
-    return _make(decimal.Decimal, body)
+    return _make(_stdlib("decimal").Decimal, body)
 
 
 def _dtype(text):
@@ -501,12 +508,12 @@ _DECODERS = {
     "$bytes": lambda d, body, depth: bytes(d.bytes(body)),
     "$complex": lambda d, body, depth: complex(*_numbers(body, 2)),
     "$range": lambda d, body, depth: _make(range, *_ints(body, 3)),
-    "$date": _iso(datetime.date),
-    "$datetime": _iso(datetime.datetime),
-    "$time": _iso(datetime.time),
-    "$timedelta": lambda d, body, depth: _make(datetime.timedelta, *_ints(body, 3)),
+    "$date": _iso("date"),
+    "$datetime": _iso("datetime"),
+    "$time": _iso("time"),
+    "$timedelta": lambda d, body, depth: _make(_stdlib("datetime").timedelta, *_ints(body, 3)),
     "$decimal": _decode_decimal,
-    "$fraction": lambda d, body, depth: _make(fractions.Fraction, *_ints(body, 2)),
+    "$fraction": lambda d, body, depth: _make(_stdlib("fractions").Fraction, *_ints(body, 2)),
     "$nd": _decode_array,
     "$npv": _decode_numpy_scalar,
     "$index": _decode_index,

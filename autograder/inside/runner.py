@@ -16,6 +16,7 @@ process never sees them.
 """
 
 import builtins
+import gc
 import io
 import json
 import keyword
@@ -153,6 +154,7 @@ class Channel:
         self.read_fd, self.write_fd = read_fd, write_fd
         self.next_id = 0
         self.codec = Handles()
+        self.grader_functions = {}  # handle -> stand-in
         self.namespace = {}
         self.seed = None  # (seed, variable) from the assignment's otter_config
         self.snapshots = {}  # pid -> fd that wakes it
@@ -163,11 +165,10 @@ class Channel:
         data = _dumps(msg, separators=(",", ":")).encode()
         if len(data) > MAX_JSON:
             raise TooLarge
-        parts = [FRAME.pack(len(data), blobs.size if blobs else 0), data, *(blobs.parts if blobs else ())]
-        for part in parts:
-            view = memoryview(part)
-            while view:
-                view = view[_write(self.write_fd, view) :]
+        message = b"".join([FRAME.pack(len(data), blobs.size if blobs else 0), data, *(blobs.parts if blobs else ())])
+        view = memoryview(message)  # one write: the grader wakes once per message
+        while view:
+            view = view[_write(self.write_fd, view) :]
 
     def recv(self):
         """One message, read exactly (never ahead: a snapshot may read the next one from the same pipe)."""
@@ -237,8 +238,16 @@ class Channel:
     def decode(self, node, blob):
         """A value from the grader (trusted: no size limits)."""
         decoder = Decoder(blob, self.codec.object, _import, max_nodes=1 << 62)
-        decoder.on_function = lambda body: _grader_function(self, body, decoder.value)
+        decoder.on_function = lambda body: self.grader_function(body, decoder.value)
         return decoder.value(node)
+
+    def grader_function(self, body, decode):
+        """The stand-in for a grader function, built once per function (its handle never changes; the
+        grader describes it again to each snapshot, which may have been forked before it existed)."""
+        function = self.grader_functions.get(body["handle"])
+        if function is None:
+            function = self.grader_functions[body["handle"]] = _grader_function(self, body, decode)
+        return function
 
     # -- cells and names -----------------------------------------------------------
     def op_exec(self, source, name):
@@ -324,7 +333,10 @@ class Channel:
     def op_snapshot(self):
         """Fork a copy of this process that waits untouched until `resume` (or exits on `drop`)."""
         wake_read, wake_write = _pipe()
+        gc.freeze()  # the snapshot's garbage collector then leaves the shared pages alone (copy-on-write)
         pid = _fork()
+        if pid != 0:
+            gc.unfreeze()
         if pid == 0:
             _close(wake_write)
             for fd in self.snapshots.values():
@@ -498,8 +510,21 @@ def _limit(kind, value):
     resource.setrlimit(kind, (value, value))
 
 
+def _add_site_dirs(directories):
+    """The environment's packages. The interpreter starts without `site` (-S) so that the grader's own
+    editable-install hook (a .pth file importing a path finder) is not run at every sandbox start."""
+    import site
+
+    for directory in directories:
+        sys.path.append(directory)
+        for name in sorted(os.listdir(directory)):
+            if name.endswith(".pth") and not name.startswith("__editable__"):
+                site.addpackage(directory, name, set())
+
+
 def main():
     read_fd, write_fd, memory, cpu, nproc, fsize = map(int, sys.argv[1:7])
+    _add_site_dirs(json.loads(sys.argv[7]))
     _limit(resource.RLIMIT_AS, memory)
     _limit(resource.RLIMIT_CPU, cpu)
     _limit(resource.RLIMIT_NPROC, nproc)

@@ -44,33 +44,25 @@ class Limits:
 
 
 class SandboxCgroup:
-    """The cgroup of one sandbox (one directory per controller on v1, one directory on v2).
-
-    `enter()` runs in the child between fork and exec, so the sandbox is limited before it can fork.
-    """
+    """The cgroup of one sandbox (one directory per controller on v1, one directory on v2)."""
 
     def __init__(self, files: dict[str, Path]) -> None:
-        self.files = files  # role -> file: procs, memory_limit, pids_max, cpu_usage, memory_peak, kill
-        self._procs = sorted({p for role, p in files.items() if role.startswith("procs")})
-        self._fds = [os.open(p, os.O_WRONLY | os.O_CLOEXEC) for p in self._procs]
+        self.files = files  # role -> file: procs*, cpu_usage, memory_peak, kill
+        self.procs_files = sorted({p for role, p in files.items() if role.startswith("procs")})
 
     @classmethod
     def create(cls, name: str, limits: Limits) -> SandboxCgroup:
-        """A fresh cgroup called `name` with the limits set, or CgroupUnavailable."""
+        """A fresh cgroup called `name` with the limits set, or CgroupUnavailable. A process joins it by
+        writing "0" to each of `procs_files`."""
         try:
             v2 = _v2_parent()
             return cls(_create_v2(v2 / "decode-grader" / name, limits) if v2 else _create_v1(name, limits))
         except OSError as error:
             raise CgroupUnavailable(f"cannot set up the sandbox's cgroup ({error}): {SETUP_HINT}") from None
 
-    def enter(self) -> None:
-        """Move the calling process into the cgroup (only os.write: safe between fork and exec)."""
-        for fd in self._fds:
-            os.write(fd, b"0")
-
     def pids(self) -> list[int]:
         found: set[int] = set()
-        for procs in self._procs:
+        for procs in self.procs_files:
             try:
                 found.update(int(p) for p in procs.read_text().split())
             except FileNotFoundError:
@@ -107,10 +99,7 @@ class SandboxCgroup:
     def remove(self) -> None:
         """Kill whatever is left and delete the cgroup."""
         self.kill()
-        for fd in self._fds:
-            os.close(fd)
-        self._fds = []
-        for procs in self._procs:
+        for procs in self.procs_files:
             _rmdir(procs.parent)
 
 
