@@ -33,6 +33,7 @@ from .testfiles import OKTestFile, TestCase, TestCaseResult, TestFile, printopti
 from .values import Values
 
 STARTUP_TIMEOUT = 10.0
+OPERATION_TIMEOUT = 5.0  # the grader's own requests (a snapshot, a support file): nothing student-sized
 MAX_CHECKS = 200
 FINAL = ""  # the snapshot after the last cell
 
@@ -52,6 +53,7 @@ class Session:
         self.on_check = lambda question: None
         self.replaying = False
         self.cells_done = False  # after the last cell, a replay also takes the final snapshot
+        self.peak_memory, self.cpu_seconds = 0, 0.0
 
     def start(self) -> None:
         self.snapshots = {}
@@ -85,7 +87,7 @@ class Session:
         """One of the grader's own operations (a snapshot, a support file): any error is the sandbox's."""
         assert self.channel is not None
         try:
-            return self.channel.request(op, STARTUP_TIMEOUT, **args)
+            return self.channel.request(op, OPERATION_TIMEOUT, **args)
         except SandboxFailure:
             raise
         except Exception as e:  # e.g. no process left for a snapshot after a fork bomb
@@ -95,8 +97,10 @@ class Session:
     def dead(self) -> str | None:
         return self.channel.dead if self.channel else "not started"
 
-    def alive(self) -> bool:
-        """True if a usable sandbox is running, restarting it (and replaying the cells) if allowed."""
+    def alive(self, replay_until: int | None = None) -> bool:
+        """True if a usable sandbox is running, restarting it if allowed and replaying the completed cells
+        (only those up to cell `replay_until` when that is all the rest of the grading needs: a later
+        hostile cell then cannot break the sandbox again)."""
         while self.dead is not None:
             if self.restarts >= self.limits.max_restarts or time.monotonic() >= self.deadline:
                 return False
@@ -106,8 +110,9 @@ class Session:
             self.replaying = True
             try:
                 for cell in self.completed:
-                    self.exec(cell)
-                if self.cells_done:
+                    if replay_until is None or cell.index <= replay_until:
+                        self.exec(cell)
+                if self.cells_done and replay_until is None:
                     self.snapshot(FINAL)
             except SandboxFailure:
                 pass
@@ -143,7 +148,13 @@ class Session:
 
     def close(self) -> None:
         if self.sandbox is not None:
+            self.peak_memory = max(self.peak_memory, self.sandbox.memory_peak())
+            self.cpu_seconds += self.sandbox.cpu_seconds()
             self.sandbox.close()
+
+    def usage(self) -> dict[str, float]:
+        return {"peak_memory_mb": round(self.peak_memory / 2**20, 1), "cpu_seconds": round(self.cpu_seconds, 3),
+                "restarts": self.restarts}  # fmt: skip
 
 
 @dataclass
@@ -155,6 +166,8 @@ class Question:
     """by case index: public cases as run at the check (the student sees these), hidden ones as run later
     on the snapshot"""
     checked: bool = False
+    check_cell: int = -1
+    """the cell whose run called the check that counts"""
 
     def cases(self, hidden: bool) -> list[tuple[int, TestCase]]:
         """The public or hidden cases still without a result."""
@@ -174,6 +187,7 @@ class Grading:
         self.session.on_check = self._on_check
         self.cell_errors: list[str] = []
         self.checks = 0
+        self.current_cell = -1
         self.testing = False  # a check called from inside a test is ignored
 
     def run(self) -> GradeResult:
@@ -184,11 +198,13 @@ class Grading:
         finally:
             self.session.close()
         questions = [self._result(name) for name in self.order]
-        return GradeResult("", sum(q.max_score for q in questions), questions, cell_errors=self.cell_errors)
+        return GradeResult("", sum(q.max_score for q in questions), questions, cell_errors=self.cell_errors,
+                           usage=self.session.usage())  # fmt: skip
 
     # -- phase 1: cells, snapshots and public tests ------------------------------------------------
     def _run_cells(self) -> None:
         for cell in self.cells:
+            self.current_cell = cell.index
             if not self.session.alive():
                 self.cell_errors.append(f"cell {cell.index}: not run: {self.session.dead}")
                 continue
@@ -220,7 +236,7 @@ class Grading:
             self.session.snapshot(name)
         if self.session.replaying:
             return
-        question.checked = True
+        question.checked, question.check_cell = True, self.current_cell
         question.results = {}  # the last check counts, as in Otter
         self._run_public(name)
 
@@ -241,7 +257,9 @@ class Grading:
         pending = [name for name in self.order if self.questions[name].has_hidden]
         while pending:
             session = self.session
-            if not session.alive():
+            needed = [self.questions[name] for name in pending]
+            until = max(q.check_cell for q in needed) if all(q.checked for q in needed) else None
+            if not session.alive(replay_until=until):
                 for name in pending:
                     self._fail_rest(name, session.dead)
                 return

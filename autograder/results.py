@@ -72,6 +72,8 @@ class GradeResult:
     """errors raised by notebook cells (staff view only)"""
     invalid_input: bool = False
     """True when `error` is about the submission itself (CLI exit status 2)"""
+    usage: dict[str, float] = field(default_factory=dict)
+    """what the sandboxes used: peak_memory_mb (the most at once), cpu_seconds, restarts (staff view only)"""
 
     @property
     def score(self) -> float:
@@ -87,4 +89,5 @@ class GradeResult:
         }
         if not student_view:
             out["cell_errors"] = list(self.cell_errors)
+            out["usage"] = dict(self.usage)
         return out

@@ -23,6 +23,7 @@ code). Data nodes:
   {"$global": [module, qualified name]}: a function or class both sides import by name.
 """
 
+import importlib
 import math
 import re
 import sys
@@ -344,23 +345,23 @@ def _iso(name):
     def decode(d, body, depth):
         if type(body) is not str or len(body) > 64:
             raise Malformed("bad date")
-        return _make(getattr(_stdlib("datetime"), name).fromisoformat, body)
+        return _make(getattr(_module("datetime"), name).fromisoformat, body)
 
     return decode
 
 
-def _stdlib(name):
-    return sys.modules.get(name) or __import__(name)
+def _module(name):
+    return importlib.import_module(name)  # waits if another thread is importing it
 
 
 def _decode_decimal(d, body, depth):
     if type(body) is not str or len(body) > 1000:
         raise Malformed("bad decimal")
-    return _make(_stdlib("decimal").Decimal, body)
+    return _make(_module("decimal").Decimal, body)
 
 
 def _dtype(text):
-    numpy = sys.modules.get("numpy") or __import__("numpy")
+    numpy = _module("numpy")
     if type(text) is not str or not DTYPE.match(text):
         raise Malformed("bad dtype")
     dtype = numpy.dtype(text)
@@ -370,7 +371,7 @@ def _dtype(text):
 
 
 def _decode_array(d, body, depth):
-    numpy = sys.modules.get("numpy") or __import__("numpy")
+    numpy = _module("numpy")
     shape = _ints(_field(body, "shape"))
     if len(shape) > MAX_NDIM or any(n < 0 for n in shape):
         raise Malformed("bad shape")
@@ -415,7 +416,7 @@ def _decode_global(d, body, depth):
 
 
 def _pandas():
-    return sys.modules.get("pandas") or __import__("pandas")
+    return _module("pandas")
 
 
 def _decode_index(d, body, depth):
@@ -511,9 +512,9 @@ _DECODERS = {
     "$date": _iso("date"),
     "$datetime": _iso("datetime"),
     "$time": _iso("time"),
-    "$timedelta": lambda d, body, depth: _make(_stdlib("datetime").timedelta, *_ints(body, 3)),
+    "$timedelta": lambda d, body, depth: _make(_module("datetime").timedelta, *_ints(body, 3)),
     "$decimal": _decode_decimal,
-    "$fraction": lambda d, body, depth: _make(_stdlib("fractions").Fraction, *_ints(body, 2)),
+    "$fraction": lambda d, body, depth: _make(_module("fractions").Fraction, *_ints(body, 2)),
     "$nd": _decode_array,
     "$npv": _decode_numpy_scalar,
     "$index": _decode_index,

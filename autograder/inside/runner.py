@@ -454,6 +454,9 @@ class _Shell:
         config.HistoryManager.enabled = False
         main = sys.modules["__main__"]
         self.shell = InteractiveShell.instance(config=config, user_module=main, user_ns=namespace)
+        # A kernel's `%matplotlib inline` selects its display backend; here plots are drawn with Agg
+        # (MPLBACKEND) and never shown, so it has nothing to do.
+        self.shell.register_magic_function(lambda line: None, "line", "matplotlib")
 
     def run(self, source):
         result = self.shell.run_cell(source, store_history=False)

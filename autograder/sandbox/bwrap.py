@@ -175,7 +175,12 @@ class Sandbox:
         return self._output.decode("utf-8", "replace").strip()
 
     def memory_peak(self) -> int:
+        """The most memory all the sandbox's processes held at once, in bytes."""
         return self.cgroup.memory_peak()
+
+    def cpu_seconds(self) -> float:
+        """CPU time used by all the sandbox's processes so far."""
+        return self.cgroup.cpu_seconds()
 
     def child_pid(self) -> int | None:
         """Host pid of the pid namespace's init, from bwrap's --info-fd JSON (once written)."""

@@ -22,7 +22,7 @@ from tests.autograder.host import host_artifacts, sandbox_processes
 from tests.submissions import AUTOGRADER_ZIP, corpus, submission_notebook
 
 ATTACKS = corpus("attacks")
-OPTIONS = GradeOptions(cell_timeout=2.0, test_timeout=2.0, grace=0.5, total_timeout=60)
+OPTIONS = GradeOptions(cell_timeout=2.0, test_timeout=2.0, grace=0.5, total_timeout=60, memory_mb=512)
 CANARY = "grader-secret-canary-7f3a"
 
 
@@ -34,14 +34,21 @@ def expected_score(source: str) -> float:
 
 
 def hidden_test_texts(test_sources) -> list[str]:
-    """Names and assertion messages of every hidden test case: none may reach a student."""
-    texts = []
+    """What only hidden test cases hold: their names, assertion messages and inputs (list literals of three
+    or more items that no public test uses). None of it may reach a student."""
+    texts, public_inputs, hidden_inputs = [], set(), set()
     for source in test_sources.values():
         for node in ast.parse(source).body:
-            if isinstance(node, ast.FunctionDef) and "hidden=True" in ast.unparse(node.decorator_list[0]):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            inputs = {ast.unparse(n) for n in ast.walk(node) if isinstance(n, ast.List) and len(n.elts) >= 3}
+            if "hidden=True" in ast.unparse(node.decorator_list[0]):
                 texts.append(node.name)
                 texts += [ast.literal_eval(a.msg) for a in ast.walk(node) if isinstance(a, ast.Assert) and a.msg]
-    return texts
+                hidden_inputs |= inputs
+            else:
+                public_inputs |= inputs
+    return texts + sorted(hidden_inputs - public_inputs)
 
 
 @pytest.fixture
@@ -75,6 +82,7 @@ def test_attack_fails(attack, test_sources, loopback_listener, monkeypatch):
     assert [text for text in hidden_test_texts(test_sources) if text in student_view] == []
     assert CANARY not in json.dumps(result.to_dict())
     assert host_artifacts() - before == set()
+    assert result.usage["peak_memory_mb"] <= OPTIONS.memory_mb  # every process of the sandbox together
     assert sandbox_processes() == []
     with pytest.raises(BlockingIOError):
         loopback_listener.accept()
