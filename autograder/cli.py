@@ -10,7 +10,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from .assignment import AssignmentError
+from .assignment import AssignmentError, load_assignment
 from .grading import grade_submission
 from .options import GradeOptions
 from .results import GradeResult
@@ -28,8 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel")
     grade.add_argument("--student-view", action="store_true", help="hide hidden tests' details")
     grade.add_argument("--csv", help="also write scores to this CSV file")
-    grade.add_argument("--cell-timeout", type=float, default=GradeOptions.cell_timeout)
-    grade.add_argument("--test-timeout", type=float, default=GradeOptions.test_timeout)
+    grade.add_argument("--cell-timeout", type=float, help="seconds a cell may run (default: the assignment's)")
+    grade.add_argument("--test-timeout", type=float, help="seconds a test's call may run (default: the assignment's)")
     return parser
 
 
@@ -64,20 +64,38 @@ def _write_csv(path: str, results: list[GradeResult]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     options = GradeOptions(cell_timeout=args.cell_timeout, test_timeout=args.test_timeout)
+    out = sys.stdout  # kept: doctests may swap sys.stdout in other threads while results are printed
+    try:
+        max_score = load_assignment(args.autograder).points
+    except AssignmentError as e:
+        for path in args.submissions:
+            unusable = GradeResult(path, 0.0, error=f"the autograder zip cannot be used: {e}")
+            print(json.dumps(unusable.to_dict(student_view=args.student_view)), file=out)
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_GRADER_ERROR
     progress = _Progress(len(args.submissions))
     results: list[GradeResult] = []
+    failed = False
     try:
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             futures = [pool.submit(grade_submission, args.autograder, path, options) for path in args.submissions]
             for future in futures:
                 future.add_done_callback(progress.step)
-            for future in futures:
-                result = future.result()
+            for path, future in zip(args.submissions, futures, strict=True):
+                try:
+                    result = future.result()
+                except SandboxUnavailable:
+                    raise
+                except Exception as e:  # a grader defect must cost this notebook only, not the batch
+                    failed = True
+                    result = GradeResult(path, max_score, error=f"the grader failed on this notebook ({e!r})"[:500])
                 results.append(result)
-                print(json.dumps(result.to_dict(student_view=args.student_view)), flush=True)
-    except (SandboxUnavailable, AssignmentError) as e:
+                print(json.dumps(result.to_dict(student_view=args.student_view)), file=out, flush=True)
+    except SandboxUnavailable as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_GRADER_ERROR
     if args.csv:
         _write_csv(args.csv, results)
+    if failed:
+        return EXIT_GRADER_ERROR
     return EXIT_INVALID_INPUT if any(r.invalid_input for r in results) else EXIT_OK

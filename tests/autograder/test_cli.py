@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -79,3 +80,30 @@ def test_without_bwrap_on_path_the_cli_fails_closed(toy, tmp_path):
     assert proc.returncode == 1
     assert "apt-get install bubblewrap" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_a_notebook_full_of_magics_costs_only_itself(toy, tmp_path):
+    # IPython gives up on a cell of 600 magics ("Input transformation still changing after 500 iterations"):
+    # that is this cell's error, inside the sandbox, and every other notebook is graded as usual.
+    magics = toy.notebook("magics", extra=[("q1", "%time x = 1\n" * 600)])
+    good = toy.notebook("cli-after-magics")
+    proc = run(["--autograder", str(toy.zip), str(magics), str(good)])
+    assert proc.returncode == 0, proc.stderr
+    first, second = (json.loads(line) for line in proc.stdout.splitlines())
+    assert first["error"] is None and first["score"] == 5.0
+    assert any("Input transformation" in error for error in first["cell_errors"])
+    assert second["score"] == 5.0
+
+
+def test_an_unusable_zip_still_gives_every_notebook_a_line(toy, tmp_path):
+    broken = tmp_path / "broken-autograder.zip"
+    with zipfile.ZipFile(toy.zip) as source, zipfile.ZipFile(broken, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            target.writestr(item, b"name = 'q1'\n" if item.filename == "tests/q1.py" else data)
+    paths = [toy.notebook("zip-a"), toy.notebook("zip-b")]
+    proc = run(["--autograder", str(broken), *map(str, paths)])
+    assert proc.returncode == 1
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [line["submission"] for line in lines] == list(map(str, paths))
+    assert all("does not define the global variable 'OK_FORMAT'" in line["error"] for line in lines)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -174,3 +176,14 @@ def test_threads_grade_concurrently(toy):
         results = list(pool.map(lambda p: grade_submission(toy.zip, p, FAST), paths))
     assert [r.score for r in results] == [5.0] * 4
     assert os.getcwd() == cwd, "grading must not change the process-wide working directory"
+
+
+def test_checking_an_upload_does_no_work_per_cell(toy, tmp_path):
+    # What a web request does with an upload is linear in its size: magics are compiled in the sandbox.
+    # (IPython's transformer, which this check used to run, takes minutes on such a notebook.)
+    notebook = toy.notebook("many-magics", extra=[(None, "%time x = 1\n" * 400)] * 40)
+    script = (
+        "import sys\nfrom autograder import check_submission\n"
+        "check_submission(sys.argv[1], open(sys.argv[2], 'rb').read(), 5 * 1024 * 1024)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(toy.zip), str(notebook)], check=True, timeout=30)

@@ -168,3 +168,24 @@ def test_without_cgroups_nothing_runs(toy, tmp_path, monkeypatch):
     with pytest.raises(SandboxUnavailable, match="cgroup"):
         grade_submission(toy.zip, notebook)
     assert not marker.exists()
+
+
+DESCRIBE = """
+import inspect, types
+def describe(f):
+    return [type(f) is types.FunctionType, f.__name__, f.__qualname__, str(inspect.signature(f)),
+            f.__defaults__, f.__code__.co_name, callable(f)]
+"""
+
+
+def test_a_function_of_the_grader_looks_like_an_ordinary_function_to_student_code(running):
+    def broken_generate(next_token, prompt, n=3, *rest, limit=None, **options):
+        return list(prompt)
+
+    sandbox = running()
+    sandbox.run(DESCRIBE)
+    signature = "(next_token, prompt, n=3, *rest, limit=None, **options)"
+    described = sandbox.get("describe")(broken_generate)
+    name, qualname = "broken_generate", broken_generate.__qualname__
+    assert described == [True, name, qualname, signature, (3,), name, True]
+    assert sandbox.get("describe")(lambda sequence: 1)[1] == "<lambda>"
