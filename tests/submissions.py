@@ -155,20 +155,28 @@ def submission_notebook(entry: CorpusEntry | None = None, answered: bool = True)
 class OtterRun:
     """Stock `otter run` on one notebook, started in the background so several can run at once.
 
-    The file is named like the assignment's notebook: under another name Otter's injected
-    `otter.Notebook("decode.ipynb")` fails and its `grader.check` calls are skipped.
+    The file is named like the assignment's notebook (`filename`): under another name Otter's injected
+    `otter.Notebook("decode.ipynb")` fails and its `grader.check` calls are skipped. `python` is the
+    interpreter that runs Otter and the kernel (an assignment's environment, for its packages).
     """
 
     # Two kernels starting at once can race for the same ports (jupyter_client picks free ports, then
     # binds them later); the loser dies before answering. Such a run is started again, once.
     STARTUP_RACE = "Kernel died before replying to kernel_info"
 
-    def __init__(self, notebook: nbformat.NotebookNode, workdir: Path, zip_path: Path = AUTOGRADER_ZIP) -> None:
-        self.submission, self.out = workdir / "sub" / "decode.ipynb", workdir / "out"
+    def __init__(
+        self,
+        notebook: nbformat.NotebookNode,
+        workdir: Path,
+        zip_path: Path = AUTOGRADER_ZIP,
+        filename: str = "decode.ipynb",
+        python: str = sys.executable,
+    ) -> None:
+        self.submission, self.out = workdir / "sub" / filename, workdir / "out"
         self.submission.parent.mkdir(parents=True)
         self.out.mkdir()
         nbformat.write(notebook, self.submission)
-        self.command = [sys.executable, "-m", "otter", "run", "-a", str(zip_path), "-o", str(self.out)]
+        self.command = [python, "-m", "otter", "run", "-a", str(zip_path), "-o", str(self.out)]
         self.command.append(str(self.submission))
         self.process = self._start()
 
@@ -184,4 +192,7 @@ class OtterRun:
         if self.process.returncode != 0:
             raise RuntimeError(f"otter run failed: {stderr.decode()[-2000:]}")
         results = json.loads((self.out / "results.json").read_text())
-        return {t["name"]: t["score"] for t in results["tests"] if t["name"] in QUESTIONS}
+        scores = {t["name"]: t["score"] for t in results["tests"] if "score" in t}
+        if not scores:  # Otter's "Autograder Failed": no question was graded
+            raise RuntimeError(f"otter run graded nothing: {json.dumps(results['tests'])[:2000]}")
+        return scores
