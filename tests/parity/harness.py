@@ -237,6 +237,7 @@ def refresh_outputs(name: str, workdir: Path) -> None:
     built = build(name, workdir)
     master = ASSIGNMENTS / name / f"{name}.ipynb"
     command = [built.python, "-m", "nbconvert", "--to", "notebook", "--execute", "--inplace", master.name]
+    command.append("--ExecutePreprocessor.record_timing=False")  # no timestamps: refreshes diff cleanly
     subprocess.run(command, cwd=master.parent, check=True)
 
 
