@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import signal
 import subprocess
 import sys
 import zipfile
@@ -181,14 +183,23 @@ class OtterRun:
         self.process = self._start()
 
     def _start(self) -> subprocess.Popen:
-        return subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        return subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+
+    def _wait(self, timeout: float) -> bytes:
+        """otter run's stderr once it has finished; past the timeout it is killed with its kernel."""
+        try:
+            return self.process.communicate(timeout=timeout)[1]
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.communicate()
+            raise
 
     def scores(self, timeout: float = 300) -> dict[str, float]:
         """Per-question scores from results.json, once the run has finished."""
-        _, stderr = self.process.communicate(timeout=timeout)
+        stderr = self._wait(timeout)
         if self.process.returncode != 0 and self.STARTUP_RACE in stderr.decode():
             self.process = self._start()
-            _, stderr = self.process.communicate(timeout=timeout)
+            stderr = self._wait(timeout)
         if self.process.returncode != 0:
             raise RuntimeError(f"otter run failed: {stderr.decode()[-2000:]}")
         results = json.loads((self.out / "results.json").read_text())
