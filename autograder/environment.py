@@ -77,6 +77,17 @@ DEFAULT_INDEX = "https://pypi.org/simple"
 BUILD_TIMEOUT = 900.0
 READY_FILE = "environment.json"
 BASE_PTH = "_decode_grader_base.pth"
+ETC_FOR_PIP = (
+    "resolv.conf",
+    "hosts",
+    "nsswitch.conf",
+    "host.conf",
+    "gai.conf",
+    "ld.so.cache",
+    "ssl",
+    "ca-certificates",
+)
+"""what pip needs of /etc: DNS, TLS certificates and the dynamic linker's cache"""
 NETWORK_ERRORS = (
     "Failed to establish a new connection",
     "Temporary failure in name resolution",
@@ -382,7 +393,7 @@ def _run_pip(requirements: Requirements, target: Path, uid: int) -> None:
         )
     except subprocess.TimeoutExpired as e:
         raise EnvironmentBuildError(
-            f"installing {requirements} took longer than {timeout:.0f} s (GRADER_ENV_BUILD_TIMEOUT): "
+            f"installing {requirements} took longer than {timeout:g} s (GRADER_ENV_BUILD_TIMEOUT): "
             "check the network, or raise the limit for large packages, and prepare again"
         ) from e
     if process.returncode != 0:
@@ -424,9 +435,8 @@ def _bwrap_argv(target: Path, uid: int) -> list[str]:
         "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
         "--perms", "0755", "--dir", "/etc",
     ]  # fmt: skip
-    for name in ("resolv.conf", "hosts", "nsswitch.conf", "host.conf", "gai.conf", "ld.so.cache", "ssl"):
+    for name in ETC_FOR_PIP:
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    argv += ["--ro-bind-try", "/etc/ca-certificates", "/etc/ca-certificates"]
     for variable in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
         if variable in os.environ:
             argv += ["--setenv", variable, os.environ[variable]]
