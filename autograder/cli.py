@@ -1,16 +1,19 @@
-"""Command line: `python -m autograder grade --autograder ZIP SUB.ipynb ... [--jobs N]`."""
+"""Command line: `python -m autograder grade --autograder ZIP SUB.ipynb ... [--jobs N]`, and
+`python -m autograder prepare --autograder ZIP` to install what an assignment needs before grading."""
 
 from __future__ import annotations
 
 import argparse
 import csv
 import json
+import logging
 import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .assignment import AssignmentError, load_assignment
+from .environment import EnvironmentBuildError, prepare, requirements_of
 from .grading import grade_submission
 from .options import GradeOptions
 from .results import GradeResult
@@ -30,7 +33,22 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--csv", help="also write scores to this CSV file")
     grade.add_argument("--cell-timeout", type=float, help="seconds a cell may run (default: the assignment's)")
     grade.add_argument("--test-timeout", type=float, help="seconds a test's call may run (default: the assignment's)")
+    env = sub.add_parser("prepare", help="install the packages an assignment needs (once per machine)")
+    env.add_argument("--autograder", required=True, help="autograder zip from `otter assign`")
     return parser
+
+
+def _prepare(zip_path: str) -> int:
+    """Build (or find) the zip's environment, saying which."""
+    reports = logging.getLogger("autograder.environment")
+    reports.setLevel(logging.INFO)
+    reports.addHandler(logging.StreamHandler(sys.stdout))
+    try:
+        prepare(requirements_of(zip_path))
+    except EnvironmentBuildError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_GRADER_ERROR
+    return EXIT_OK
 
 
 class _Progress:
@@ -63,6 +81,8 @@ def _write_csv(path: str, results: list[GradeResult]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "prepare":
+        return _prepare(args.autograder)
     options = GradeOptions(cell_timeout=args.cell_timeout, test_timeout=args.test_timeout)
     out = sys.stdout  # kept: doctests may swap sys.stdout in other threads while results are printed
     try:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import signal
 import subprocess
 import sys
 import zipfile
@@ -155,33 +157,53 @@ def submission_notebook(entry: CorpusEntry | None = None, answered: bool = True)
 class OtterRun:
     """Stock `otter run` on one notebook, started in the background so several can run at once.
 
-    The file is named like the assignment's notebook: under another name Otter's injected
-    `otter.Notebook("decode.ipynb")` fails and its `grader.check` calls are skipped.
+    The file is named like the assignment's notebook (`filename`): under another name Otter's injected
+    `otter.Notebook("decode.ipynb")` fails and its `grader.check` calls are skipped. `python` is the
+    interpreter that runs Otter and the kernel (an assignment's environment, for its packages).
     """
 
     # Two kernels starting at once can race for the same ports (jupyter_client picks free ports, then
     # binds them later); the loser dies before answering. Such a run is started again, once.
     STARTUP_RACE = "Kernel died before replying to kernel_info"
 
-    def __init__(self, notebook: nbformat.NotebookNode, workdir: Path, zip_path: Path = AUTOGRADER_ZIP) -> None:
-        self.submission, self.out = workdir / "sub" / "decode.ipynb", workdir / "out"
+    def __init__(
+        self,
+        notebook: nbformat.NotebookNode,
+        workdir: Path,
+        zip_path: Path = AUTOGRADER_ZIP,
+        filename: str = "decode.ipynb",
+        python: str = sys.executable,
+    ) -> None:
+        self.submission, self.out = workdir / "sub" / filename, workdir / "out"
         self.submission.parent.mkdir(parents=True)
         self.out.mkdir()
         nbformat.write(notebook, self.submission)
-        self.command = [sys.executable, "-m", "otter", "run", "-a", str(zip_path), "-o", str(self.out)]
+        self.command = [python, "-m", "otter", "run", "-a", str(zip_path), "-o", str(self.out)]
         self.command.append(str(self.submission))
         self.process = self._start()
 
     def _start(self) -> subprocess.Popen:
-        return subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        return subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+
+    def _wait(self, timeout: float) -> bytes:
+        """otter run's stderr once it has finished; past the timeout it is killed with its kernel."""
+        try:
+            return self.process.communicate(timeout=timeout)[1]
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.communicate()
+            raise
 
     def scores(self, timeout: float = 300) -> dict[str, float]:
         """Per-question scores from results.json, once the run has finished."""
-        _, stderr = self.process.communicate(timeout=timeout)
+        stderr = self._wait(timeout)
         if self.process.returncode != 0 and self.STARTUP_RACE in stderr.decode():
             self.process = self._start()
-            _, stderr = self.process.communicate(timeout=timeout)
+            stderr = self._wait(timeout)
         if self.process.returncode != 0:
             raise RuntimeError(f"otter run failed: {stderr.decode()[-2000:]}")
         results = json.loads((self.out / "results.json").read_text())
-        return {t["name"]: t["score"] for t in results["tests"] if t["name"] in QUESTIONS}
+        scores = {t["name"]: t["score"] for t in results["tests"] if "score" in t}
+        if not scores:  # Otter's "Autograder Failed": no question was graded
+            raise RuntimeError(f"otter run graded nothing: {json.dumps(results['tests'])[:2000]}")
+        return scores

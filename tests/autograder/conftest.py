@@ -1,4 +1,5 @@
-"""Shared fixtures: the toy assignment built with `otter assign` once per session."""
+"""Shared fixtures: the toy assignment built with `otter assign` once per session, and the parity
+corpus's pandas assignment for the attack corpus."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.parity.harness import AttackTarget, build
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OTTER = str(Path(sys.executable).with_name("otter"))
@@ -78,3 +81,12 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> Toy:
     work = out / "subs"
     work.mkdir()
     return Toy(zip_path, template, work)
+
+
+@pytest.fixture(scope="session")
+def pandas_assignment(tmp_path_factory: pytest.TempPathFactory) -> AttackTarget:
+    """The parity corpus's gradebook assignment (pandas, exception-based tests), built, to run the
+    attack corpus against: `.zip`, `.full_marks`, `.with_cell(source)` (the solution with one hostile
+    cell right after Otter's init cell) and `.attacks()` (its own pandas attacks, each with the score
+    its answers honestly deserve)."""
+    return AttackTarget(build("gradebook", tmp_path_factory.mktemp("gradebook")))

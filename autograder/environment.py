@@ -1,0 +1,449 @@
+"""The Python environment an assignment needs: its packages installed once per machine, from PyPI.
+
+An autograder zip says what its notebooks import in `environment.yml` (conda format: `otter assign`
+always lists python, pip, jupyter_server and `otter-grader[...]`, and puts the assignment's own
+packages under `pip:`) and sometimes in `requirements.txt`. `requirements_of` reads both and keeps
+what the grader does not already have:
+
+- The grader provides Python, pip, Jupyter and Otter itself (GRADER_PROVIDED): those entries are
+  ignored whatever version the zip asks for; notebooks always run on the grader's own.
+- A pip requirement the grader's own environment already satisfies is dropped, and so is a conda
+  dependency that names a package the grader has. Any other conda dependency is refused: packages
+  come from PyPI only, and a conda name may belong to another project on PyPI.
+
+`prepare` turns the rest into an Environment. Nothing left means the grader's own environment (no
+build, no cost). Otherwise a virtual environment is made with the grader's interpreter and a `.pth`
+file that adds the grader's site-packages AFTER its own: every package of the grader is importable
+there, pip sees them as installed and does not fetch them again, and a package pinned to another
+version is installed in the environment and shadows the grader's. Environments live in a cache
+directory under a key hashed from the requirements and the grader's own environment (interpreter and
+installed packages: a layer built over another base could be inconsistent), so zips asking for the
+same packages share one. A lock file makes concurrent `prepare` calls, in any process, build it once.
+
+Building runs third-party code's installer, and requirements come from course staff (later maybe
+from TAs uploading assignments), so the build is confined: pip installs wheels only
+(`--only-binary=:all:`: a wheel is unpacked, no code of the package runs; a package without wheels
+is refused with an error saying so) from the index in GRADER_PIP_INDEX_URL (PyPI by default; the
+zip cannot choose another index), and pip itself runs in bubblewrap as an unprivileged uid that sees
+/usr, the Python installation and the few files of /etc that DNS and TLS need, read-only, can write
+only the environment being built, and shares the host's network to reach the index. The finished
+environment is then owned by root and read-only for everyone else. Installed packages do run later,
+in the sandbox and wherever the trusted side imports them: an assignment's requirements are trusted
+as its tests are.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import hashlib
+import importlib.metadata
+import io
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+import zipfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+
+from .options import GradeOptions
+from .sandbox import SandboxUnavailable, find_bwrap
+
+log = logging.getLogger(__name__)
+
+GRADER_PROVIDED = frozenset(
+    canonicalize_name(name)
+    for name in (
+        "python", "pip", "setuptools", "wheel", "otter-grader", "ipykernel", "jupyter", "jupyter_server",
+        "jupyter_client", "jupyter_core", "notebook", "jupyterlab", "nbformat", "nbclient", "nbconvert",
+        "nb_conda_kernels",
+    )
+)  # fmt: skip
+"""What the grader brings itself: a zip's entries for these are ignored, whatever version they pin."""
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+BUILD_TIMEOUT = 900.0
+READY_FILE = "environment.json"
+BASE_PTH = "_decode_grader_base.pth"
+ETC_FOR_PIP = (
+    "resolv.conf",
+    "hosts",
+    "nsswitch.conf",
+    "host.conf",
+    "gai.conf",
+    "ld.so.cache",
+    "ssl",
+    "ca-certificates",
+)
+"""what pip needs of /etc: DNS, TLS certificates and the dynamic linker's cache"""
+NETWORK_ERRORS = (
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Network is unreachable",
+    "Connection refused",
+    "ConnectTimeoutError",
+    "ProxyError",
+    "Could not fetch URL",
+)
+
+
+class EnvironmentBuildError(RuntimeError):
+    """An assignment's environment cannot be prepared; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """The pip requirements an assignment needs beyond the grader's own environment, normalised."""
+
+    pip: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.pip)
+
+    def __str__(self) -> str:
+        return ", ".join(self.pip) or "nothing beyond the grader's own packages"
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A ready environment: run `python`; make `paths` visible (read-only) wherever it runs."""
+
+    key: str
+    """content hash of the requirements and the grader's base ('' for the grader's own environment)"""
+    python: str
+    """interpreter to run (sys.executable for the grader's own)"""
+    paths: tuple[str, ...]
+    """directories that must be visible read-only in the sandbox (the environment), () if none"""
+
+
+GRADER_OWN = Environment(key="", python=sys.executable, paths=())
+
+
+# --- Reading what a zip asks for --------------------------------------------------------------
+
+
+def requirements_of(autograder: bytes | str | os.PathLike[str]) -> Requirements:
+    """What an autograder zip (bytes or path) needs beyond the grader's environment.
+
+    Raises EnvironmentBuildError for what cannot be installed from PyPI (a conda-only dependency,
+    an index option, a URL or local path) or cannot be parsed.
+    """
+    source = io.BytesIO(autograder) if isinstance(autograder, bytes) else autograder
+    try:
+        with zipfile.ZipFile(source) as zf:
+            names = set(zf.namelist())
+            environment = zf.read("environment.yml").decode() if "environment.yml" in names else ""
+            requirements_txt = zf.read("requirements.txt").decode() if "requirements.txt" in names else ""
+    except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as e:
+        raise EnvironmentBuildError(f"cannot read the autograder zip: {e}") from e
+    pip_lines = [*_environment_yml_pip(environment), *_requirements_txt_lines(requirements_txt)]
+    wanted = {str(r): r for r in map(_normalised, pip_lines)}
+    return Requirements(tuple(sorted(text for text, r in wanted.items() if not _provided_or_satisfied(r))))
+
+
+def _environment_yml_pip(text: str) -> list[str]:
+    """The pip section of a conda environment file; conda dependencies must be the grader's own."""
+    try:
+        spec = yaml.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        raise EnvironmentBuildError(f"environment.yml is not valid YAML: {e}") from e
+    dependencies = (spec.get("dependencies") if isinstance(spec, dict) else None) or []
+    if not isinstance(dependencies, list):
+        raise EnvironmentBuildError("environment.yml: `dependencies` must be a list")
+    pip: list[str] = []
+    for dependency in dependencies:
+        if isinstance(dependency, dict):
+            pip += [str(line) for line in dependency.get("pip") or []]
+        else:
+            _check_conda_dependency(str(dependency))
+    return pip
+
+
+def _check_conda_dependency(spec: str) -> None:
+    """Accept a conda dependency only if the grader provides or already has that package."""
+    match = re.fullmatch(r"(?:[\w.-]+::)?([A-Za-z0-9_.-]+)\s*(.*)", spec.strip())
+    name = canonicalize_name(match.group(1)) if match else spec
+    if name in GRADER_PROVIDED:
+        return
+    version = _conda_version(match.group(2)) if match else None
+    if version is not None and _provided_or_satisfied(Requirement(f"{name}{version}")):
+        return
+    raise EnvironmentBuildError(
+        f"environment.yml lists the conda package '{spec}', which the grader's own environment does not "
+        "provide: the grader installs packages from PyPI only. If the package is on PyPI under that name, "
+        "list it under `- pip:` in environment.yml (or in requirements.txt) and rebuild the assignment."
+    )
+
+
+def _conda_version(constraint: str) -> str | None:
+    """A conda version constraint ('', '=1.26', '=1.26=py311_0', '1.26.*', '>=1.2,<2') as a pip
+    specifier, or None if it has no pip equivalent."""
+    constraint = constraint.strip()
+    if re.match(r"=[^=]", constraint):  # conda's '=1.26[=build]' means 1.26.*
+        constraint = f"=={constraint[1:].split('=')[0].removesuffix('.*')}.*"
+    elif constraint[:1].isdigit():  # '1.26.* [build]'
+        constraint = f"=={constraint.split()[0]}"
+    else:
+        constraint = constraint.split(" ")[0]
+    try:
+        return str(SpecifierSet(constraint))
+    except InvalidSpecifier:
+        return None
+
+
+def _requirements_txt_lines(text: str) -> Iterator[str]:
+    """Requirement lines of a requirements file (comments, blank lines and continuations handled)."""
+    for line in re.sub(r"\\\n", "", text).splitlines():
+        line = re.sub(r"(^|\s)#.*", "", line).strip()
+        if line:
+            yield line
+
+
+def _normalised(line: str) -> Requirement:
+    """A requirement from PyPI with a canonical name; options, URLs and paths are refused."""
+    what_to_do = "list packages by name and version only, e.g. `datascience==0.17.6` or `pandas>=2`"
+    if line.startswith("-"):
+        raise EnvironmentBuildError(
+            f"requirement option '{line}' is not supported (packages come from PyPI only): {what_to_do}"
+        )
+    try:
+        requirement = Requirement(line)
+    except InvalidRequirement as e:
+        raise EnvironmentBuildError(f"invalid requirement '{line}' ({e}): {what_to_do}") from e
+    if requirement.url:
+        raise EnvironmentBuildError(f"requirement '{line}' names a URL or path: {what_to_do}")
+    requirement.name = canonicalize_name(requirement.name)
+    requirement.extras = set(map(canonicalize_name, requirement.extras))
+    return requirement
+
+
+def _provided_or_satisfied(requirement: Requirement, extra: str = "") -> bool:
+    """True if the grader provides this package or its own environment already satisfies it."""
+    if requirement.name in GRADER_PROVIDED:
+        return True
+    if requirement.marker and not requirement.marker.evaluate({"extra": extra}):
+        return True  # not for this platform
+    try:
+        dist = importlib.metadata.distribution(requirement.name)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    if not requirement.specifier.contains(dist.version, prereleases=True):
+        return False
+    extra_deps = [(dep, wanted) for wanted in requirement.extras for dep in _extra_deps(dist, wanted)]
+    return all(_provided_or_satisfied(dep, wanted) for dep, wanted in extra_deps)
+
+
+def _extra_deps(dist: importlib.metadata.Distribution, extra: str) -> Iterator[Requirement]:
+    """The requirements a distribution adds for one of its extras."""
+    for line in dist.requires or []:
+        dep = Requirement(line)
+        if dep.marker and dep.marker.evaluate({"extra": extra}) and not dep.marker.evaluate({"extra": ""}):
+            dep.marker = None
+            yield dep
+
+
+# --- Building and caching -------------------------------------------------------------------------
+
+
+def default_cache_dir() -> Path:
+    """$GRADER_ENV_DIR, else /var/cache/decode-grader/envs if writable, else ~/.cache/decode-grader/envs."""
+    if os.environ.get("GRADER_ENV_DIR"):
+        return Path(os.environ["GRADER_ENV_DIR"])
+    system = Path("/var/cache/decode-grader/envs")
+    writable = next((p for p in (system, *system.parents) if p.exists()), Path("/"))
+    return system if os.access(writable, os.W_OK) else Path.home() / ".cache" / "decode-grader" / "envs"
+
+
+def environment_key(requirements: Requirements) -> str:
+    """Content hash of an environment: its requirements and the grader's environment it is layered on."""
+    content = json.dumps({"pip": requirements.pip, "base": _base_fingerprint()}, sort_keys=True)
+    return hashlib.sha256(content.encode()).hexdigest()[:24]
+
+
+@functools.cache
+def _base_fingerprint() -> dict:
+    """The grader's interpreter, site-packages and installed distributions (an environment depends on them)."""
+    dists = sorted({f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()})
+    return {"python": sys.version, "executable": os.path.realpath(sys.executable), "site": _base_site(), "dists": dists}
+
+
+def _base_site() -> list[str]:
+    return list(dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib")))
+
+
+def lookup(requirements: Requirements, cache_dir: Path | None = None) -> Environment | None:
+    """The environment for these requirements if it is ready, without building anything."""
+    if not requirements:
+        return GRADER_OWN
+    key = environment_key(requirements)
+    target = (cache_dir or default_cache_dir()) / key
+    return _environment(key, target) if (target / READY_FILE).exists() else None
+
+
+def prepare(requirements: Requirements, cache_dir: Path | None = None) -> Environment:
+    """The environment for these requirements, built first if missing (once, under a lock)."""
+    if not requirements:
+        log.info("nothing to install: the grader's own environment")
+        return GRADER_OWN
+    cache_dir = cache_dir or default_cache_dir()
+    key = environment_key(requirements)
+    target = cache_dir / key
+    if not (target / READY_FILE).exists():
+        cache_dir.mkdir(parents=True, exist_ok=True, mode=0o755)
+        with _locked(cache_dir / f"{key}.lock"):
+            if not (target / READY_FILE).exists():  # nobody built it while we waited for the lock
+                started = time.monotonic()
+                _build(requirements, target)
+                elapsed = time.monotonic() - started
+                log.info("built environment %s (%s) at %s in %.1f s", key, requirements, target, elapsed)
+                return _environment(key, target)
+    log.info("reused environment %s (%s) at %s", key, requirements, target)
+    return _environment(key, target)
+
+
+def _environment(key: str, target: Path) -> Environment:
+    return Environment(key=key, python=str(target / "bin" / "python"), paths=(str(target),))
+
+
+class _locked:
+    """An exclusive flock on a lock file for a with-block. The lock belongs to the open file, and each
+    prepare opens its own, so threads of one process exclude each other as processes do."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)  # closing the file drops the lock
+
+
+def _build(requirements: Requirements, target: Path) -> None:
+    """Make the environment at `target` (removing a previous, unfinished attempt) and mark it ready."""
+    if os.geteuid() != 0:
+        raise EnvironmentBuildError(
+            "building an assignment's environment needs root (pip runs in bubblewrap as an unprivileged uid), "
+            "as grading does: run `python -m autograder prepare --autograder ZIP` as root"
+        )
+    shutil.rmtree(target, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(target)], check=True, capture_output=True)
+    site_packages = Path(sysconfig.get_path("purelib", vars={"base": str(target), "platbase": str(target)}))
+    lines = [f"import site; site.addsitedir({path!r})" for path in _base_site()]
+    (site_packages / BASE_PTH).write_text("\n".join(lines) + "\n")
+    builder = _build_uid()
+    _chown_tree(target, builder)
+    try:
+        _run_pip(requirements, target, builder)
+    finally:
+        _chown_tree(target, 0)
+        _chmod_tree_read_only(target)
+    ready = {"requirements": list(requirements.pip), "base": _base_fingerprint(), "built": time.time()}
+    (target / READY_FILE).write_text(json.dumps(ready, indent=1))
+
+
+def _build_uid() -> int:
+    return int(os.environ.get("GRADER_BUILD_UID", "63999"))
+
+
+def _chown_tree(root: Path, uid: int) -> None:
+    for path in _walk(root):
+        os.lchown(path, uid, uid)
+
+
+def _chmod_tree_read_only(root: Path) -> None:
+    """Only the owner (root) may write; everyone may read, run executables and enter directories."""
+    for path in _walk(root):
+        if not path.is_symlink():
+            executable = path.is_dir() or path.stat().st_mode & 0o100
+            path.chmod(0o755 if executable else 0o644)
+
+
+def _walk(root: Path) -> Iterable[Path]:
+    yield root
+    for folder, dirs, files in os.walk(root):
+        yield from (Path(folder, name) for name in (*dirs, *files))
+
+
+def _run_pip(requirements: Requirements, target: Path, uid: int) -> None:
+    """pip install, confined in bubblewrap, with a timeout; a failure becomes a clear error."""
+    index = os.environ.get("GRADER_PIP_INDEX_URL", DEFAULT_INDEX)
+    timeout = float(os.environ.get("GRADER_ENV_BUILD_TIMEOUT", BUILD_TIMEOUT))
+    pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--isolated", "--no-cache-dir"]
+    pip += ["--only-binary=:all:", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"]
+    pip += ["--no-warn-script-location", "--index-url", index, *requirements.pip]
+    argv = [*_bwrap_argv(target, uid), *pip]
+    try:
+        process = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, start_new_session=True
+        )
+    except subprocess.TimeoutExpired as e:
+        raise EnvironmentBuildError(
+            f"installing {requirements} took longer than {timeout:g} s (GRADER_ENV_BUILD_TIMEOUT): "
+            "check the network, or raise the limit for large packages, and prepare again"
+        ) from e
+    if process.returncode != 0:
+        raise EnvironmentBuildError(_pip_failure(requirements, index, process.stdout + process.stderr))
+
+
+def _pip_failure(requirements: Requirements, index: str, output: str) -> str:
+    """What went wrong, in words, with the end of pip's own output."""
+    tail = "\n".join(output.strip().splitlines()[-12:])
+    missing = re.search(r"No matching distribution found for (\S+)", output)
+    if any(sign in output for sign in NETWORK_ERRORS):
+        reason = f"cannot reach the package index {index}: check this machine's network (or GRADER_PIP_INDEX_URL)"
+    elif missing:
+        reason = (
+            f"no installable version of '{missing.group(1)}' on {index}: check its name and version on PyPI; "
+            "the grader installs wheels only, so a package published only as source cannot be installed"
+        )
+    elif "ResolutionImpossible" in output or "conflicting dependencies" in output:
+        reason = "the requirements conflict with each other: relax or remove one of the pins"
+    else:
+        reason = "pip failed"
+    return f"cannot install {requirements}: {reason}; then prepare the assignment again.\npip said:\n{tail}"
+
+
+def _bwrap_argv(target: Path, uid: int) -> list[str]:
+    """bubblewrap for pip: read-only system and Python, `target` writable, host network, unprivileged uid."""
+    try:
+        bwrap = find_bwrap(GradeOptions())
+    except SandboxUnavailable as e:
+        raise EnvironmentBuildError(str(e)) from e
+    python_roots = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *_base_site())})
+    visible = [*python_roots, str(target)]
+    argv = [
+        bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
+        "--die-with-parent", "--new-session", "--clearenv",
+        "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8",
+        "--setenv", "PYTHONNOUSERSITE", "1",
+        "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+        "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
+        "--perms", "0755", "--dir", "/etc",
+    ]  # fmt: skip
+    for name in ETC_FOR_PIP:
+        argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    for variable in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+        if variable in os.environ:
+            argv += ["--setenv", variable, os.environ[variable]]
+    for folder in sorted({str(p) for path in visible for p in Path(path).parents if str(p) != "/"}, key=len):
+        argv += ["--perms", "0755", "--dir", folder]
+    for root in python_roots:
+        argv += ["--ro-bind", root, root]
+    argv += ["--bind", str(target), str(target), "--chdir", str(target), "--"]
+    argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
+    return [*argv, "--bounding-set=-all", "--"]

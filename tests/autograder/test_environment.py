@@ -1,0 +1,202 @@
+"""Per-assignment environments: real installs from PyPI, in bubblewrap, cached, built once, clear errors.
+
+Small pure-Python packages keep this quick: `six` (not in the grader's environment) and `iniconfig`
+(in the grader's environment, pinned here to an older version to check that the environment's own
+copy shadows the grader's).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.metadata
+import io
+import os
+import socket
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autograder.environment import (
+    GRADER_OWN,
+    EnvironmentBuildError,
+    Requirements,
+    environment_key,
+    lookup,
+    prepare,
+    requirements_of,
+)
+from tests.lti_service.tool import wait_for
+
+OTTER_DEPENDENCIES = ["python=3.13", "pip", "jupyter_server"]  # what `otter assign` always writes
+SHADOWED = "iniconfig==2.0.0"
+
+
+def autograder_zip(pip: list[str] = (), conda: list[str] = (), requirements_txt: str | None = None) -> bytes:
+    """An autograder zip holding only what environments are made from."""
+    environment = {
+        "name": "otter-env",
+        "channels": ["conda-forge"],
+        "dependencies": [*OTTER_DEPENDENCIES, *conda, {"pip": ["otter-grader[grading,plugins]==7.0.0", *pip]}],
+    }
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("environment.yml", yaml.safe_dump(environment))
+        if requirements_txt is not None:
+            zf.writestr("requirements.txt", requirements_txt)
+    return buffer.getvalue()
+
+
+def run_in(python: str, code: str) -> str:
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("envs")
+
+
+@pytest.fixture(scope="module")
+def built(cache_dir):
+    """One real build: six (new) and an older iniconfig than the grader's, from PyPI."""
+    requirements = requirements_of(autograder_zip(pip=["six", SHADOWED]))
+    return requirements, prepare(requirements, cache_dir)
+
+
+def test_what_the_grader_provides_is_ignored_and_costs_nothing(tmp_path):
+    zip_bytes = autograder_zip(
+        pip=["ipykernel>=6", "otter-grader==6.0.0", "Jupyter-Server", f"numpy=={importlib.metadata.version('numpy')}"],
+        conda=["numpy", "pandas>=2", "conda-forge::matplotlib", "nb_conda_kernels"],
+        requirements_txt="# what the notebook imports\npandas  # already there\n\n",
+    )
+    requirements = requirements_of(zip_bytes)
+    assert requirements == Requirements()
+    assert prepare(requirements, tmp_path) == GRADER_OWN == lookup(requirements, tmp_path)
+    assert GRADER_OWN.python == sys.executable and GRADER_OWN.paths == ()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_requirements_are_normalised_from_both_files(tmp_path):
+    path = tmp_path / "a.zip"
+    requirements_txt = "six>=1.0\nTOMLI_W\\\n<2\n"  # a continuation line
+    path.write_bytes(autograder_zip(pip=["Six >= 1.0", "iniconfig==2.0.0"], requirements_txt=requirements_txt))
+    assert requirements_of(path) == Requirements(("iniconfig==2.0.0", "six>=1.0", "tomli-w<2"))
+
+
+def test_installs_from_pypi_into_an_environment_layered_over_the_graders(built):
+    requirements, environment = built
+    assert requirements == Requirements((SHADOWED, "six"))
+    assert environment.key == environment_key(requirements)
+    assert environment.paths == (str(Path(environment.python).parent.parent),)
+    site = run_in(environment.python, "import six, sysconfig; print(sysconfig.get_path('purelib'))")
+    assert site.startswith(environment.paths[0])
+    # the grader's packages are used from the grader's environment, not installed again
+    assert run_in(environment.python, "import numpy; print(numpy.__file__)").startswith(sys.prefix)
+    assert not list(Path(site).glob("numpy*"))
+
+
+def test_a_pinned_package_shadows_the_graders_version(built):
+    _, environment = built
+    assert importlib.metadata.version("iniconfig") != "2.0.0"
+    assert run_in(environment.python, "import importlib.metadata as m; print(m.version('iniconfig'))") == "2.0.0"
+    assert run_in(environment.python, "import iniconfig; print(iniconfig.__file__)").startswith(environment.paths[0])
+
+
+def test_a_finished_environment_is_owned_by_root_and_read_only_for_others(built):
+    _, environment = built
+    for folder, _, files in os.walk(environment.paths[0]):
+        for path in [Path(folder), *(Path(folder, name) for name in files)]:
+            info = path.lstat()
+            assert info.st_uid == 0, path
+            assert path.is_symlink() or not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH), path
+
+
+def test_second_prepare_reuses_the_environment_without_running_pip(built, cache_dir, monkeypatch):
+    requirements, environment = built
+    monkeypatch.setenv("GRADER_BWRAP", "/nonexistent/bwrap")  # any build would now fail
+    assert lookup(requirements, cache_dir) == environment
+    assert prepare(requirements, cache_dir) == environment
+
+
+def test_concurrent_prepares_build_once(cache_dir):
+    """Two CLI processes wait for the lock (held here like a builder would), then one builds, one reuses."""
+    path = cache_dir / "concurrent.zip"
+    path.write_bytes(autograder_zip(pip=["six==1.16.0"]))
+    key = environment_key(requirements_of(path))
+    env = {**os.environ, "GRADER_ENV_DIR": str(cache_dir)}
+    command = [sys.executable, "-m", "autograder", "prepare", "--autograder", str(path)]
+    lock = os.open(cache_dir / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        procs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+        wait_for(lambda: _lock_waiters() >= {p.pid for p in procs}, timeout=60)
+    finally:
+        os.close(lock)
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    assert sorted(out.split()[0] for out in outputs) == ["built", "reused"]
+    assert all(key in out for out in outputs)
+
+
+def _lock_waiters() -> set[int]:
+    """Pids blocked waiting for a flock (the `->` lines of /proc/locks)."""
+    return {int(line.split()[5]) for line in Path("/proc/locks").read_text().splitlines() if " -> FLOCK " in line}
+
+
+def test_unknown_package_is_a_clear_error_and_not_cached(cache_dir):
+    requirements = requirements_of(autograder_zip(pip=["decode-grader-no-such-package-7f3a"]))
+    with pytest.raises(EnvironmentBuildError, match="no installable version of 'decode-grader-no-such-package-7f3a'"):
+        prepare(requirements, cache_dir)
+    assert lookup(requirements, cache_dir) is None
+
+
+def test_conflicting_pins_are_a_clear_error(cache_dir):
+    requirements = requirements_of(autograder_zip(pip=["six==1.16.0", "six==1.17.0"]))
+    with pytest.raises(EnvironmentBuildError, match="requirements conflict"):
+        prepare(requirements, cache_dir)
+
+
+def test_unreachable_index_is_a_clear_error(cache_dir, monkeypatch):
+    with socket.socket() as closed:  # a loopback port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("GRADER_PIP_INDEX_URL", f"http://127.0.0.1:{port}/simple")
+    with pytest.raises(EnvironmentBuildError, match="cannot reach the package index"):
+        prepare(requirements_of(autograder_zip(pip=["six==1.15.0"])), cache_dir)
+
+
+def test_a_build_that_takes_too_long_is_stopped(cache_dir, monkeypatch):
+    monkeypatch.setenv("GRADER_ENV_BUILD_TIMEOUT", "0.05")
+    with pytest.raises(EnvironmentBuildError, match="took longer than"):
+        prepare(requirements_of(autograder_zip(pip=["six==1.14.0"])), cache_dir)
+    builder = int(os.environ.get("GRADER_BUILD_UID", "63999"))
+    wait_for(lambda: _processes_of(builder) == [], timeout=10)  # the kernel reaps the killed namespace
+
+
+def _processes_of(uid: int) -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _uid(p) == uid]
+
+
+def _uid(proc: Path) -> int | None:
+    try:
+        return proc.stat().st_uid
+    except OSError:
+        return None
+
+
+def test_conda_only_dependency_is_a_clear_error():
+    with pytest.raises(EnvironmentBuildError, match=r"conda package 'r-base=4\.3'.*PyPI only.*- pip:"):
+        requirements_of(autograder_zip(conda=["r-base=4.3"]))
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["--extra-index-url https://example.invalid/simple", "evil @ https://example.invalid/evil.whl", "six >>> 1"],
+)
+def test_index_options_urls_and_nonsense_are_refused(line):
+    with pytest.raises(EnvironmentBuildError, match="list packages by name and version only"):
+        requirements_of(autograder_zip(pip=[line]))
