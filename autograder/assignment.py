@@ -11,9 +11,12 @@ import json
 import os
 import zipfile
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .options import Limits
+
+if TYPE_CHECKING:
+    from .environment import Requirements
 from .testfiles import TestFile, TestFileError, TestSource
 
 MAX_ZIP_MEMBERS = 10_000
@@ -34,6 +37,8 @@ class Assignment:
     """support files (files/ in the zip), copied into the sandbox's working directory"""
     config: dict[str, Any] = field(default_factory=dict)
     """otter_config.json"""
+    path: str = ""
+    """where the zip is"""
 
     def load_tests(self) -> list[TestFile]:
         """Fresh test-file objects for one grading (Otter stores results on them)."""
@@ -55,6 +60,13 @@ class Assignment:
     @property
     def seed_variable(self) -> str | None:
         return self.config.get("seed_variable")
+
+    @functools.cached_property
+    def requirements(self) -> Requirements:
+        """The packages it needs beyond the grader's own (environment.py)."""
+        from .environment import requirements_of  # only read when asked: it imports a YAML parser
+
+        return requirements_of(self.path)
 
     @functools.cached_property
     def limits(self) -> dict[str, Any]:
@@ -96,7 +108,7 @@ def _load(path: str, mtime_ns: int, size: int) -> Assignment:
         raise AssignmentError(f"autograder zip {path}: otter_config.json is not an object")
     if not tests:
         raise AssignmentError(f"autograder zip {path} has no tests/*.py files: is it an Otter autograder zip?")
-    assignment = Assignment(config.get("assignment_name"), tests, files, config)
+    assignment = Assignment(config.get("assignment_name"), tests, files, config, path)
     try:
         assignment.load_tests()  # fail early on a broken test file
         _ = assignment.limits

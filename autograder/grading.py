@@ -18,11 +18,14 @@ snapshots), so one hostile cell or test costs only itself.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
-from .assignment import Assignment, load_assignment
+from .assignment import Assignment, AssignmentError, load_assignment
 from .notebook import Cell, InvalidSubmission, load_cells, read_notebook
 from .options import GradeOptions, Limits
 from .protocol import Channel, SandboxFailure
@@ -33,6 +36,8 @@ from .testfiles import OKTestFile, TestCase, TestCaseResult, TestFile, printopti
 from .values import Values
 
 STARTUP_TIMEOUT = 10.0
+CHILD_SLACK = 60.0  # seconds a grading process may take beyond the grading's own limit (its start, imports)
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPERATION_TIMEOUT = 5.0  # the grader's own requests (a snapshot, a support file): nothing student-sized
 MAX_CHECKS = 200
 FINAL = ""  # the snapshot after the last cell
@@ -291,19 +296,13 @@ class Grading:
     def _run_cases(self, tf: TestFile, cases: list[tuple[int, TestCase]]) -> dict[int, TestCaseResult]:
         """Run cases in order; stop after one during which the sandbox failed (its result says why)."""
         values = self.session.values
-        env, namespace = StudentEnv(values), None
-
-        def get_namespace() -> StudentNamespace:
-            nonlocal namespace
-            namespace = namespace or StudentNamespace(values)
-            return namespace
-
+        env = StudentEnv(values)
         results: dict[int, TestCaseResult] = {}
         self.testing = True
         try:
             with printoptions(self.session.printoptions() if isinstance(tf, OKTestFile) else None):
                 for i, case in cases:
-                    results[i] = run_case(tf, case, env, get_namespace)
+                    results[i] = run_case(tf, case, env, lambda: StudentNamespace(values))
                     if self.session.dead is not None:
                         break
         except SandboxFailure:
@@ -318,8 +317,7 @@ class Grading:
         tf = question.template
         scored = type(tf)(tf.name, tf.path, tf.test_cases, tf.all_or_nothing)
         scored.test_case_results = [question.results[i] for i in range(len(tf.test_cases))]
-        visible = [r for r in scored.test_case_results if not r.test_case.hidden]
-        return QuestionResult.from_otter(scored, visible=visible)
+        return QuestionResult.from_otter(scored)
 
 
 def _failed(case, reason: str | None) -> TestCaseResult:
@@ -327,8 +325,41 @@ def _failed(case, reason: str | None) -> TestCaseResult:
 
 
 def grade_cells(assignment: Assignment, cells: list[Cell], options: GradeOptions) -> GradeResult:
-    """Run the cells and the tests; the caller has validated the notebook."""
+    """Run the cells and the tests in this process; the caller has validated the notebook."""
     return Grading(assignment, cells, options.limits(assignment.limits)).run()
+
+
+def _grade_in_own_process(assignment: Assignment, notebook: bytes, options: GradeOptions) -> GradeResult:
+    """Grade in a child process (child.py) whose working directory holds the support files and whose
+    interpreter is the assignment's environment's: tests read files by relative path and import
+    packages, as they do under `otter run`."""
+    from .environment import EnvironmentBuildError, prepare  # only assignments with packages pay for it
+
+    try:
+        environment = prepare(assignment.requirements)
+    except EnvironmentBuildError as e:
+        raise AssignmentError(f"the assignment's packages are not available: {e}") from None
+    limit = options.limits(assignment.limits).total_timeout + CHILD_SLACK
+    with tempfile.TemporaryDirectory(prefix="decode-grader-work-") as workdir:
+        for path, data in assignment.files:
+            target = os.path.join(workdir, path)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(data)
+        command = [environment.python, "-m", "autograder.child", assignment.path, json.dumps(asdict(options))]
+        env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT}
+        try:
+            proc = subprocess.run(command, input=notebook, cwd=workdir, env=env, capture_output=True,
+                                  timeout=limit)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise SandboxUnavailable("the grading process did not finish in time") from None
+    try:
+        reply = json.loads(proc.stdout.splitlines()[-1])
+    except (IndexError, ValueError):
+        raise RuntimeError(f"the grading process failed: {proc.stderr.decode(errors='replace')[-1000:]}") from None
+    if "sandbox_unavailable" in reply:
+        raise SandboxUnavailable(reply["sandbox_unavailable"])
+    return GradeResult.from_dict(reply)
 
 
 def grade_submission(
@@ -350,6 +381,8 @@ def grade_submission(
         cells = load_cells(data, assignment.name, options.max_notebook_bytes)
     except InvalidSubmission as e:
         return GradeResult(label, assignment.points, error=str(e), invalid_input=True)
+    if assignment.files or assignment.requirements:
+        return replace(_grade_in_own_process(assignment, data, options), submission=label)
     return replace(grade_cells(assignment, cells, options), submission=label)
 
 

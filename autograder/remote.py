@@ -174,8 +174,9 @@ class StudentEnv(MutableMapping[str, Any]):
 
 
 class StudentNamespace(dict):
-    """The student's globals for doctests (OK-format tests), which need a real dict: names the doctest
-    does not define are fetched from the sandbox on every lookup, names it assigns are also set there."""
+    """The student's globals for one doctest (an OK-format test case), which needs a real dict: a name the
+    doctest does not define itself is fetched from the sandbox at each lookup. As in Otter, which runs
+    each doctest on a copy of the student's globals, what a doctest assigns stays in its namespace."""
 
     def __init__(self, values: Values) -> None:
         super().__init__()
@@ -183,15 +184,6 @@ class StudentNamespace(dict):
 
     def __missing__(self, name: str) -> Any:
         return self._env[name]
-
-    def __setitem__(self, name: str, value: Any) -> None:
-        super().__setitem__(name, value)
-        if isinstance(name, str) and not name.startswith("__"):
-            self._env[name] = value
-
-    def __delitem__(self, name: str) -> None:
-        super().pop(name, None)
-        del self._env[name]
 
     def get(self, name: Any, default: Any = None) -> Any:
         try:

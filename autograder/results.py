@@ -24,21 +24,24 @@ class QuestionResult:
     score: float
     max_score: float
     tests: list[TestResult]
-    """every test as scored (hidden ones included): the staff view"""
-    visible: list[TestResult] = field(default_factory=list)
-    """the public tests as run before any hidden test entered the sandbox: what the student sees"""
+    """every test case, hidden ones included (the staff view); the public ones were run before any hidden
+    test entered the sandbox, and are what the student sees"""
 
     @classmethod
-    def from_otter(cls, tf: TestFile, visible: list[TestCaseResult]) -> QuestionResult:
+    def from_otter(cls, tf: TestFile) -> QuestionResult:
         """Scores come from Otter's TestFile (all_or_nothing included) for parity with `otter run`."""
-        return cls(tf.name, float(tf.score), float(tf.possible), _tests(tf.test_case_results), _tests(visible))
+        return cls(tf.name, float(tf.score), float(tf.possible), _tests(tf.test_case_results))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QuestionResult:
+        return cls(data["name"], data["score"], data["max_score"], [TestResult(**t) for t in data["tests"]])
 
     def to_dict(self, student_view: bool) -> dict[str, Any]:
         out: dict[str, Any] = {
             "name": self.name,
             "score": self.score,
             "max_score": self.max_score,
-            "tests": [vars(t).copy() for t in (self.visible if student_view else self.tests)],
+            "tests": [vars(t).copy() for t in self.tests if not (student_view and t.hidden)],
         }
         if student_view:
             hidden = [t for t in self.tests if t.hidden]
@@ -91,3 +94,10 @@ class GradeResult:
             out["cell_errors"] = list(self.cell_errors)
             out["usage"] = dict(self.usage)
         return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GradeResult:
+        """The staff view read back (from the grader's own child process)."""
+        questions = [QuestionResult.from_dict(q) for q in data["questions"]]
+        return cls(data["submission"], data["max_score"], questions, data["error"], data["cell_errors"],
+                   usage=data["usage"])  # fmt: skip

@@ -180,6 +180,7 @@ def run_doctest(name: str, doctest_string: str, global_environment: dict[str, An
     test = doctest.DocTest(
         [e for e in examples if isinstance(e, doctest.Example)], global_environment, name, None, None, doctest_string
     )
+    test.globs = global_environment  # DocTest made a plain-dict copy; a fresh namespace per case is the copy
     runner = doctest.DocTestRunner(verbose=True)
     report = io.StringIO()
     with _OUTPUT.capturing() as output:

@@ -32,8 +32,8 @@ class Values(Encoder):
         self.channel = channel
         self.generation = 0
         self._proxies: dict[int, StudentObject] = {}
-        self._functions: list[Callable[..., Any]] = []
-        self._function_ids: dict[int, int] = {}
+        self._grader_objects: list[Any] = []  # functions and iterators the sandbox may call, by handle
+        self._handles: dict[int, int] = {}
         self._described: set[int] = set()  # functions whose description this process has received
         self.on_check: Callable[[str], None] = lambda question: None
         channel.encode, channel.decode, channel.serve = self.encode_args, self.decode, self.serve
@@ -100,15 +100,22 @@ class Values(Encoder):
             return {"$module": x.__name__}
         if callable(x):
             return _importable(x) or {"$tf": self._function_body(x)}
+        if hasattr(type(x), "__next__"):  # an iterator or generator: student code may only call next()
+            return {"$ti": self._keep(x)}
         raise TypeError(f"cannot pass an object of type {type(x).__name__} to student code")
+
+    def _keep(self, x: Any) -> int:
+        """A handle for a grader object the sandbox may call (kept alive, so its id is never reused)."""
+        handle = self._handles.get(id(x))
+        if handle is None:
+            handle = self._handles[id(x)] = len(self._grader_objects)
+            self._grader_objects.append(x)
+        return handle
 
     def _function_body(self, fn: Callable[..., Any]) -> dict[str, Any]:
         """How the sandbox builds its stand-in for fn (once per function: later only the handle counts)."""
-        handle = self._function_ids.get(id(fn))
-        if handle is None:
-            handle = self._function_ids[id(fn)] = len(self._functions)
-            self._functions.append(fn)  # kept alive, so its id is never reused for another function
-        elif handle in self._described:
+        handle = self._keep(fn)
+        if handle in self._described:
             return {"handle": handle}
         self._described.add(handle)
         code = getattr(fn, "__code__", None)
@@ -143,12 +150,17 @@ class Values(Encoder):
     def serve(self, op: str, args: dict[str, Any], blob: memoryview) -> Any:
         if op == "call":
             handle = args.get("handle")
-            if type(handle) is not int or not 0 <= handle < len(self._functions):
+            if type(handle) is not int or not 0 <= handle < len(self._grader_objects):
                 raise self.channel.fail(ProtocolError("the sandbox called an unknown function"))
             call_args, kwargs = self.decode(args.get("args"), blob), self.decode(args.get("kwargs"), blob)
             if not isinstance(call_args, list) or not isinstance(kwargs, dict):
                 raise self.channel.fail(ProtocolError("malformed call"))
-            return self._functions[handle](*call_args, **kwargs)
+            return self._grader_objects[handle](*call_args, **kwargs)
+        if op == "next":
+            handle = args.get("handle")
+            if type(handle) is not int or not 0 <= handle < len(self._grader_objects):
+                raise self.channel.fail(ProtocolError("the sandbox asked for an unknown iterator"))
+            return next(self._grader_objects[handle])
         if op == "check":
             question = args.get("question")
             if not isinstance(question, str):

@@ -20,6 +20,8 @@ code). Data nodes:
   module's "name" lets the grader use its own import of it);
   {"$module": name}: a module of the grader's, which the sandbox imports itself;
   {"$tf": {...}}: a function of the grader handed to student code (see runner.py);
+  {"$ti": handle}: an iterator of the grader handed to student code (its next() runs in the grader);
+  {"$pdscalar": {"kind", ...}}: a pandas Timestamp, Timedelta, NaT or NA;
   {"$global": [module, qualified name]}: a function or class both sides import by name.
 """
 
@@ -145,6 +147,8 @@ def _library_encoder(t):
             return _encode_numpy_scalar
     pandas = sys.modules.get("pandas")
     if module.startswith("pandas") and pandas is not None:
+        if t in (pandas.Timestamp, pandas.Timedelta, type(pandas.NaT), type(pandas.NA)):
+            return _encode_pandas_scalar
         if t is pandas.DataFrame:
             return _encode_frame
         if t is pandas.Series:
@@ -172,6 +176,32 @@ def _encode_numpy_scalar(encoder, x, blobs, depth):
         raise TooLarge
     numpy = sys.modules["numpy"]
     return {"$npv": {"dtype": x.dtype.str, "data": blobs.add(numpy.array(x).reshape(-1).view(numpy.uint8))}}
+
+
+def _encode_pandas_scalar(encoder, x, blobs, depth):
+    pandas = sys.modules["pandas"]
+    if x is pandas.NaT or x is pandas.NA:
+        return {"$pdscalar": {"kind": "NaT" if x is pandas.NaT else "NA"}}
+    tz = getattr(x, "tz", None)
+    return {"$pdscalar": {"kind": type(x).__name__, "value": int(x.value), "unit": str(x.unit),
+                          "tz": None if tz is None else str(tz)}}  # fmt: skip
+
+
+def _decode_pandas_scalar(body):
+    pandas = _pandas()
+    kind = _field(body, "kind", str)
+    if kind in ("NaT", "NA"):
+        return pandas.NaT if kind == "NaT" else pandas.NA
+    value, unit, tz = _field(body, "value", int), _field(body, "unit", str), body.get("tz")
+    if kind not in ("Timestamp", "Timedelta") or unit not in ("s", "ms", "us", "ns"):
+        raise Malformed("bad pandas scalar")
+    try:
+        if kind == "Timedelta":
+            return pandas.Timedelta(value, unit="ns").as_unit(unit)
+        stamp = pandas.Timestamp(value, unit="ns").as_unit(unit)
+        return stamp.tz_localize("UTC").tz_convert(_field(body, "tz", str)) if tz is not None else stamp
+    except (TypeError, ValueError, OverflowError) as e:
+        raise Malformed(f"bad {kind}: {type(e).__name__}") from None
 
 
 def _pandas_index_types(pandas):
@@ -249,12 +279,13 @@ def _encode_values(encoder, array, blobs, depth):
 class Decoder:
     """Nodes of one message back into values, checking everything; `Malformed` on anything unexpected.
 
-    Hooks: on_ref(node) for references, on_function(body) for grader functions (only the sandbox
+    Hooks: on_ref(node) for references, on_grader(tag, body) for the grader's functions and iterators (only
+    the sandbox
     accepts them), on_module(name) for modules.
     """
 
-    def __init__(self, blob, on_ref, on_module, on_function=None, max_nodes=MAX_NODES):
-        self.blob, self.on_ref, self.on_module, self.on_function = blob, on_ref, on_module, on_function
+    def __init__(self, blob, on_ref, on_module, on_grader=None, max_nodes=MAX_NODES):
+        self.blob, self.on_ref, self.on_module, self.on_grader = blob, on_ref, on_module, on_grader
         self.nodes, self.max_nodes = 0, max_nodes
 
     def value(self, node, depth=0):
@@ -273,10 +304,10 @@ class Decoder:
             return self.on_ref(node)
         if len(node) != 1 or tag not in _DECODERS:
             raise Malformed(f"unexpected node {str(tag)[:20]!r}")
-        if tag == "$tf":
-            if self.on_function is None:
-                raise Malformed("unexpected function")
-            return self.on_function(node[tag])
+        if tag in ("$tf", "$ti"):
+            if self.on_grader is None:
+                raise Malformed("unexpected grader object")
+            return self.on_grader(tag, node[tag])
         return _DECODERS[tag](self, node[tag], depth + 1)
 
     def values(self, body, depth):
@@ -444,16 +475,16 @@ def _index_node(d, node, depth):
     return _decode_index(d, _field(node, "$index"), depth + 1)
 
 
-def _array_node(d, node, depth):
+def _array_node(d, node, depth, numeric=True):
     array = _decode_array(d, _field(node, "$nd"), depth + 1)
-    if array.dtype.kind == "O":
+    if numeric and array.dtype.kind == "O":
         raise Malformed("expected a numeric array")
     return array
 
 
 def _decode_values(d, node, depth):
     if type(node) is not dict or "$pdarray" not in node:
-        return _array_node(d, node, depth)
+        return _array_node(d, node, depth, numeric=False)
     pandas, body = _pandas(), node["$pdarray"]
     kind = _field(body, "kind", str)
     try:
@@ -522,5 +553,7 @@ _DECODERS = {
     "$frame": _decode_frame,
     "$module": _decode_module,
     "$global": _decode_global,
+    "$pdscalar": lambda d, body, depth: _decode_pandas_scalar(body),
     "$tf": None,  # handled by Decoder.value
+    "$ti": None,
 }

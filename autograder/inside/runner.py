@@ -67,7 +67,7 @@ class _Alarm:
         cls.fired = True
 
     @classmethod
-    def run(cls, seconds, fn, *args, **kwargs):
+    def run(cls, seconds, fn, /, *args, **kwargs):
         outer_armed, outer_left = cls.armed, signal.getitimer(signal.ITIMER_REAL)[0]
         start = _monotonic()
         cls.armed = True
@@ -185,7 +185,7 @@ class Channel:
             left -= len(chunk)
         return b"".join(chunks)
 
-    def reply(self, rid, fn, *args, **kwargs):
+    def reply(self, rid, fn, /, *args, **kwargs):
         try:
             value = fn(*args, **kwargs)
             blobs = Blobs()
@@ -238,7 +238,9 @@ class Channel:
     def decode(self, node, blob):
         """A value from the grader (trusted: no size limits)."""
         decoder = Decoder(blob, self.codec.object, _import, max_nodes=1 << 62)
-        decoder.on_function = lambda body: self.grader_function(body, decoder.value)
+        decoder.on_grader = lambda tag, body: (
+            self.grader_function(body, decoder.value) if tag == "$tf" else _GraderIterator(self, body)
+        )
         return decoder.value(node)
 
     def grader_function(self, body, decode):
@@ -412,6 +414,21 @@ def _grader_function(channel, body, decode):
     function.__name__, function.__qualname__ = name, qualname
     function.__module__, function.__doc__ = body["module"], body["doc"]
     return function
+
+
+class _GraderIterator:
+    """An iterator of the grader's (a test may hand one to student code): next() is asked of the grader."""
+
+    __slots__ = ("channel", "handle")
+
+    def __init__(self, channel, handle):
+        self.channel, self.handle = channel, handle
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self.channel.request("next", handle=self.handle)
 
 
 class _OpaqueDefault:

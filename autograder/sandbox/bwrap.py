@@ -39,7 +39,13 @@ START = "import sys; sys.path.insert(0, '/opt/grader'); from _autograder_inside.
 # instruction (Popen's preexec_fn would do the same but makes Python fork instead of vfork: 50 ms in a
 # large worker process).
 JOIN_CGROUP = 'for f do [ "$f" = -- ] && break; echo 0 > "$f" || exit 125; shift; done; shift; exec "$@"'
-SITE_DIRS = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+# The environment's packages: its site-packages, and those its .pth files add (an assignment's own
+# environment is layered over the grader's). Never other sys.path entries (a checkout holds tests).
+SITE_DIRS = [
+    path
+    for path in dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *sys.path])
+    if path.endswith(("site-packages", "dist-packages")) and os.path.isdir(path)
+]
 
 
 class SandboxUnavailable(RuntimeError):
@@ -65,7 +71,8 @@ def _ancestors(path: str) -> list[str]:
 
 def bwrap_argv(limits: Limits, uid: int, read_fd: int, write_fd: int, info_fd: int) -> list[str]:
     """The full command line; read_fd/write_fd are the runner's protocol pipe ends."""
-    python_roots = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)})
+    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *SITE_DIRS)}
+    python_roots = sorted(r for r in roots if not any(r.startswith(other + os.sep) for other in roots))
     dirs = sorted({d for root in python_roots for d in _ancestors(root)}, key=len)
     argv = [
         find_bwrap(limits),
