@@ -165,7 +165,10 @@ class Channel:
                 err = msg["err"]
                 if not (isinstance(err, list) and len(err) == 2 and all(isinstance(e, str) for e in err)):
                     raise self.fail(ProtocolError("the sandbox sent a malformed error"))
-                raise student_exception(err[0][:200], err[1][:2000], timeout)
+                error = student_exception(err[0][:200], err[1][:2000], timeout)
+                if isinstance(error, StudentTimeout):  # what ran out of time may still be running (a fork
+                    raise self.fail(error)  # bomb's children): the sandbox is replaced, as after a hang
+                raise error
             return self.decode(msg.get("ok"), blob)
 
     def _answer(self, msg: dict[str, Any], blob: memoryview, deadline: float) -> None:

@@ -102,6 +102,36 @@ class StudentObject:
         return found if isinstance(found, type) else type(self)
 
 
+class Unsendable:
+    """A value of a data type (a DataFrame, an array, a list...) that student code returned but that could
+    not be sent as data: too large, or its library patched so that it cannot be read. No test can use it
+    (a reference would let the student's methods answer for it)."""
+
+    __slots__ = ("_type", "_reason")
+
+    def __init__(self, node: dict[str, Any]) -> None:
+        body = node["$unsendable"] if isinstance(node.get("$unsendable"), dict) else {}
+        self._type, self._reason = str(body.get("type"))[:200], str(body.get("reason"))[:200]
+
+    def _unusable(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"student code returned a {self._type} that could not be sent to the grader ({self._reason})")
+
+    __getattr__ = __getitem__ = __iter__ = __len__ = __bool__ = __call__ = __array__ = _unusable
+    __float__ = __int__ = __index__ = __complex__ = __lt__ = __le__ = __gt__ = __ge__ = _unusable
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __contains__ = _unusable
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return f"<a {self._type} that could not be sent: {self._reason}>"
+
+
 class StudentCallable(StudentObject):
     """A student function, class or other callable: calling it runs the call in the sandbox."""
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from .inside.codec import Blobs, Decoder, Encoder, Malformed, TooLarge
 from .protocol import Channel, ProtocolError
-from .remote import ModuleView, StudentCallable, StudentIterator, StudentObject
+from .remote import ModuleView, StudentCallable, StudentIterator, StudentObject, Unsendable
 
 TRUSTED_MODULES = frozenset(
     "bisect cmath collections copy datascience datetime decimal fractions functools heapq itertools json math "
@@ -55,6 +55,8 @@ class Values(Encoder):
             raise self.channel.fail(ProtocolError(f"the sandbox sent a malformed value ({e})")) from None
 
     def _reference(self, node: dict[str, Any]) -> Any:
+        if "$unsendable" in node:
+            return Unsendable(node)
         handle = node["$ref"]
         if type(handle) is not int:
             raise Malformed("bad reference")
@@ -87,6 +89,9 @@ class Values(Encoder):
     def encode_args(self, args: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
         blobs = Blobs()
         return {name: self.encode(value, blobs) for name, value in args.items()}, blobs.parts
+
+    def unsendable(self, x: Any, error: Exception) -> Any:
+        raise TypeError(f"cannot pass this {type(x).__name__} to student code ({error!r})")
 
     def ref(self, x: Any) -> Any:
         """A grader value that is not data: a student object, a module, or a function."""

@@ -16,6 +16,7 @@ code). Data nodes:
   {"$nd": {"dtype", "shape", "data": blob}} or {"$nd": {"dtype": "|O", "shape", "items": [...]}},
   {"$npv": {"dtype", "data": blob}} (a numpy scalar),
   {"$index": ...}, {"$series": ...}, {"$frame": ...} (pandas objects),
+  {"$unsendable": {"type", "reason"}}: a value of a data type that could not be sent as data;
   {"$ref": handle, "type", "module", "kind", "truth", "name"}: an object that stays where it lives (a
   module's "name" lets the grader use its own import of it);
   {"$module": name}: a module of the grader's, which the sandbox imports itself;
@@ -72,24 +73,37 @@ class Blobs:
 
 
 class Encoder:
-    """Turns values into nodes; `ref(x)` decides what a value that is not data becomes."""
+    """Turns values into nodes; `ref(x)` decides what a value that is not data becomes.
+
+    A value of a data type (a list, an array, a DataFrame, or a subclass of one) travels as data or not at
+    all: when encoding it fails (too large, or its library patched by student code), it becomes
+    {"$unsendable": ...}, never a reference, whose methods would be student code."""
 
     def ref(self, x):
         raise TooLarge
+
+    def unsendable(self, x, error):
+        reason = "too large to send" if isinstance(error, TooLarge) else f"{type(error).__name__} while sending it"
+        return {"$unsendable": {"type": str(getattr(type(x), "__qualname__", "?"))[:200], "reason": reason}}
 
     def encode(self, x, blobs, depth=0):
         t = type(x)
         if t in (type(None), bool, int, float, str):
             return x
-        encoder = _ENCODERS.get(t) or _library_encoder(t)
-        if encoder is not None and depth <= MAX_DEPTH:
-            mark = (len(blobs.parts), blobs.size)
-            try:
-                return encoder(self, x, blobs, depth + 1)
-            except Exception:  # noqa: BLE001 - too large or not rebuildable: a reference instead
-                del blobs.parts[mark[0] :]
-                blobs.size = mark[1]
-        return self.ref(x)
+        encoder, as_base = _ENCODERS.get(t) or _library_encoder(t), None
+        if encoder is None:
+            as_base, encoder = _base_type(t)
+            if encoder is None:
+                return self.ref(x)
+        mark = (len(blobs.parts), blobs.size)
+        try:
+            if depth > MAX_DEPTH:
+                raise TooLarge
+            return encoder(self, as_base(x) if as_base else x, blobs, depth + 1)
+        except Exception as error:  # noqa: BLE001 - whatever student code made of it
+            del blobs.parts[mark[0] :]
+            blobs.size = mark[1]
+            return self.unsendable(x, error)
 
     def items(self, xs, blobs, depth):
         if len(xs) > MAX_ITEMS:
@@ -104,12 +118,7 @@ def _encode_dict(encoder, x, blobs, depth):
 
 
 def _encode_datetime(tag):
-    def encode(encoder, x, blobs, depth):
-        if x.tzinfo is not None and type(x.tzinfo) is not sys.modules["datetime"].timezone:
-            raise TooLarge  # zoneinfo and pytz zones are references: their rules are not data
-        return {tag: x.isoformat()}
-
-    return encode
+    return lambda encoder, x, blobs, depth: {tag: x.isoformat()}  # a zone becomes its UTC offset
 
 
 _ENCODERS = {
@@ -131,6 +140,38 @@ _STDLIB_ENCODERS = {
     ("decimal", "Decimal"): lambda e, x, b, d: {"$decimal": str(x)},
     ("fractions", "Fraction"): lambda e, x, b, d: {"$fraction": [x.numerator, x.denominator]},
 }
+
+
+def _base_type(t):
+    """(conversion, encoder) for a subclass of a data type (a list, an ndarray, a DataFrame...), which
+    travels as its base type's data, taken with the base type's own methods: what the subclass overrides
+    (__eq__, shape, __iter__) never reaches the grader, whose comparisons then run on real data."""
+    for base, convert in _BASE_TYPES:
+        if issubclass(t, base):
+            return convert, _ENCODERS[base]
+    # getattr with a default: another thread may be importing numpy or pandas right now
+    ndarray = getattr(sys.modules.get("numpy"), "ndarray", None)
+    if ndarray is not None and issubclass(t, ndarray):
+        return (lambda x: ndarray.view(x, ndarray)), _encode_array
+    pandas = sys.modules.get("pandas")
+    for name, encode in (("DataFrame", _encode_frame), ("Series", _encode_series), ("Index", _encode_index)):
+        base = getattr(pandas, name, None)
+        if base is not None and issubclass(t, base):
+            return (lambda x, base=base: base(x, copy=False)), encode
+    return None, None
+
+
+_BASE_TYPES = (
+    (int, int.__index__),
+    (float, float.__float__),
+    (str, str.__str__),
+    (bytes, lambda x: memoryview(x).tobytes()),
+    (list, lambda x: list(list.__iter__(x))),
+    (tuple, lambda x: tuple(tuple.__iter__(x))),
+    (dict, lambda x: dict(dict.items(x))),
+    (set, lambda x: set(set.__iter__(x))),
+    (frozenset, lambda x: frozenset(frozenset.__iter__(x))),
+)
 
 
 def _library_encoder(t):
@@ -210,9 +251,9 @@ def _pandas_index_types(pandas):
 
 
 def _encode_frame(encoder, x, blobs, depth):
-    if x.attrs or x.shape[1] > MAX_ITEMS:
+    if x.attrs or len(x.columns) > MAX_ITEMS:
         raise TooLarge
-    data = [_encode_values(encoder, x.iloc[:, i].array, blobs, depth) for i in range(x.shape[1])]
+    data = [_encode_values(encoder, x._ixs(i, axis=1)._values, blobs, depth) for i in range(len(x.columns))]
     return {"$frame": {"columns": _encode_index(encoder, x.columns, blobs, depth), "data": data,
                        "index": _encode_index(encoder, x.index, blobs, depth)}}  # fmt: skip
 
@@ -220,7 +261,7 @@ def _encode_frame(encoder, x, blobs, depth):
 def _encode_series(encoder, x, blobs, depth):
     if x.attrs:
         raise TooLarge
-    return {"$series": {"data": _encode_values(encoder, x.array, blobs, depth),
+    return {"$series": {"data": _encode_values(encoder, x._values, blobs, depth),
                         "index": _encode_index(encoder, x.index, blobs, depth),
                         "name": _label(encoder, x.name, blobs, depth)}}  # fmt: skip
 
@@ -236,7 +277,7 @@ def _encode_index(encoder, x, blobs, depth):
                            "names": [_label(encoder, n, blobs, depth) for n in x.names]}}  # fmt: skip
     if t not in _pandas_index_types(pandas):
         raise TooLarge
-    return {"$index": {"data": _encode_values(encoder, x.array, blobs, depth),
+    return {"$index": {"data": _encode_values(encoder, x._values, blobs, depth),
                        "name": _label(encoder, x.name, blobs, depth)}}  # fmt: skip
 
 
@@ -248,9 +289,12 @@ def _label(encoder, label, blobs, depth):
 
 
 def _encode_values(encoder, array, blobs, depth):
-    """The values of a column or an index: a numpy array or one of pandas' own arrays."""
+    """The values of a column or an index (`_values`: taken without pandas' missing-value machinery, which
+    student code may have broken): a numpy array or one of pandas' own arrays."""
     pandas, numpy = sys.modules["pandas"], sys.modules["numpy"]
     t, arrays = type(array), pandas.arrays
+    if t is numpy.ndarray:
+        return _encode_array(encoder, array, blobs, depth)
     if t is arrays.NumpyExtensionArray:
         return _encode_array(encoder, array.to_numpy(), blobs, depth)
     if t in (arrays.DatetimeArray, arrays.TimedeltaArray):
@@ -300,7 +344,7 @@ class Decoder:
         if t is not dict or not node:
             raise Malformed("unexpected node")
         tag = next(iter(node))
-        if tag == "$ref" and set(node) <= REF_KEYS:
+        if (tag == "$ref" and set(node) <= REF_KEYS) or (tag == "$unsendable" and len(node) == 1):
             return self.on_ref(node)
         if len(node) != 1 or tag not in _DECODERS:
             raise Malformed(f"unexpected node {str(tag)[:20]!r}")

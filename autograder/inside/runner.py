@@ -522,8 +522,23 @@ def _install_stubs(channel):
     otter = types.ModuleType("otter")
     otter.Notebook = Notebook
     sys.modules["otter"] = otter
-    builtins.get_ipython = lambda: _shell(channel.namespace).shell
+    kernel_shell = _KernelShell(channel.namespace)
+    builtins.get_ipython = lambda: kernel_shell
     builtins.display = lambda *args, **kwargs: None
+
+
+class _KernelShell:
+    """What get_ipython() returns. Code that only asks whether it runs in a Jupyter kernel (pandas does, at
+    import, and chooses its display width by it) sees one, as under `otter run`; anything else is asked of
+    IPython's real InteractiveShell, created on first use (importing IPython costs about half a second)."""
+
+    kernel = True
+
+    def __init__(self, namespace):
+        self._namespace = namespace
+
+    def __getattr__(self, name):
+        return getattr(_shell(self._namespace).shell, name)
 
 
 def _limit(kind, value):

@@ -19,7 +19,7 @@ import pytest
 
 from autograder import GradeOptions, grade_submission
 from tests.autograder.host import host_artifacts, sandbox_processes
-from tests.submissions import AUTOGRADER_ZIP, corpus, submission_notebook
+from tests.submissions import AUTOGRADER_ZIP, corpus, defined_questions, load_test_sources, submission_notebook
 
 ATTACKS = corpus("attacks")
 OPTIONS = GradeOptions(cell_timeout=2.0, test_timeout=2.0, grace=0.5, total_timeout=60, memory_mb=512)
@@ -67,23 +67,61 @@ def test_attack_corpus_is_complete():
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.name)
 def test_attack_fails(attack, test_sources, loopback_listener, monkeypatch):
-    monkeypatch.setenv("GRADER_SECRET", CANARY)
-    port = loopback_listener.getsockname()[1]
-    notebook = submission_notebook(replace(attack, source=attack.source.replace("PORT = 0", f"PORT = {port}")))
-    before = host_artifacts()
+    notebook = submission_notebook(with_port(attack, loopback_listener))
+    graded = Graded(AUTOGRADER_ZIP, nbformat.writes(notebook).encode(), OPTIONS, monkeypatch)
+    assert graded.result.score == expected_score(attack.source)
+    graded.assert_contained(test_sources, loopback_listener)
 
-    started = time.monotonic()
-    result = grade_submission(AUTOGRADER_ZIP, nbformat.writes(notebook).encode(), OPTIONS)
-    elapsed = time.monotonic() - started
 
-    assert result.error is None
-    assert result.score == expected_score(attack.source)
-    student_view = json.dumps(result.to_dict(student_view=True))
-    assert [text for text in hidden_test_texts(test_sources) if text in student_view] == []
-    assert CANARY not in json.dumps(result.to_dict())
-    assert host_artifacts() - before == set()
-    assert result.usage["peak_memory_mb"] <= OPTIONS.memory_mb  # every process of the sandbox together
-    assert sandbox_processes() == []
-    with pytest.raises(BlockingIOError):
-        loopback_listener.accept()
-    assert elapsed < OPTIONS.total_timeout
+# The corpus again, against an assignment of another kind: pandas, support files read by the notebook
+# and by the tests (so its tests run in a grading process of their own), exception tests taking `pd`.
+GENERIC = [attack for attack in ATTACKS if not defined_questions(attack.source)]
+PANDAS_OPTIONS = replace(OPTIONS, cell_timeout=5.0, test_timeout=5.0, memory_mb=1024)
+# memory_bomb keeps what it allocated in a global: the notebook's own next cell cannot import pandas in
+# what is left of the sandbox's memory (under any limit), so only its containment is checked here.
+KEEPS_THE_SANDBOXS_MEMORY = {"memory_bomb"}
+
+
+@pytest.mark.parametrize("attack", GENERIC, ids=lambda a: a.name)
+def test_attack_fails_against_a_pandas_assignment(attack, pandas_assignment, loopback_listener, monkeypatch):
+    notebook = pandas_assignment.with_cell(with_port(attack, loopback_listener).source)
+    graded = Graded(pandas_assignment.zip, notebook, PANDAS_OPTIONS, monkeypatch)
+    if attack.name not in KEEPS_THE_SANDBOXS_MEMORY:
+        assert graded.result.score == pandas_assignment.full_marks
+    graded.assert_contained(load_test_sources(pandas_assignment.zip), loopback_listener)
+
+
+def test_the_pandas_assignments_own_attacks_get_what_their_answers_deserve(pandas_assignment, monkeypatch):
+    """Patched libraries and lying subclasses fool `otter run` into (nearly) full marks; here the tests use
+    the grader's own pandas and NumPy on the answers' real data."""
+    for name, (notebook, deserved) in pandas_assignment.attacks().items():
+        graded = Graded(pandas_assignment.zip, notebook, PANDAS_OPTIONS, monkeypatch)
+        assert graded.result.score == deserved, name
+
+
+def with_port(attack, listener):
+    return replace(attack, source=attack.source.replace("PORT = 0", f"PORT = {listener.getsockname()[1]}"))
+
+
+class Graded:
+    """One hostile notebook graded, with what the host looked like before."""
+
+    def __init__(self, zip_path, notebook: bytes, options, monkeypatch) -> None:
+        monkeypatch.setenv("GRADER_SECRET", CANARY)
+        self.options, self.before = options, host_artifacts()
+        started = time.monotonic()
+        self.result = grade_submission(zip_path, notebook, options)
+        self.elapsed = time.monotonic() - started
+        assert self.result.error is None
+
+    def assert_contained(self, test_sources, listener) -> None:
+        """Nothing hidden in the student view, no secret anywhere, nothing left on the host, no limit broken."""
+        student_view = json.dumps(self.result.to_dict(student_view=True))
+        assert [text for text in hidden_test_texts(test_sources) if text in student_view] == []
+        assert CANARY not in json.dumps(self.result.to_dict())
+        assert host_artifacts() - self.before == set()
+        assert self.result.usage["peak_memory_mb"] <= self.options.memory_mb  # all processes together
+        assert sandbox_processes() == []
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+        assert self.elapsed < self.options.total_timeout
