@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .assignment import AssignmentError, load_assignment
-from .environment import EnvironmentBuildError, prepare, requirements_of
 from .grading import grade_submission
 from .options import GradeOptions
 from .results import GradeResult
@@ -40,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _prepare(zip_path: str) -> int:
     """Build (or find) the zip's environment, saying which."""
+    from .environment import EnvironmentBuildError, prepare, requirements_of
+
     reports = logging.getLogger("autograder.environment")
     reports.setLevel(logging.INFO)
     reports.addHandler(logging.StreamHandler(sys.stdout))

@@ -37,7 +37,6 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
-import importlib.metadata
 import io
 import json
 import logging
@@ -52,16 +51,23 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import yaml
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
+from typing import TYPE_CHECKING
 
 from .options import GradeOptions
 from .sandbox import SandboxUnavailable, find_bwrap
 
 log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:  # imported where used: grading a zip that needs nothing never loads them
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+
+def canonicalize_name(name: str) -> str:
+    """A distribution name as PEP 503 normalises it (packaging.utils.canonicalize_name)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
 
 GRADER_PROVIDED = frozenset(
     canonicalize_name(name)
@@ -149,13 +155,30 @@ def requirements_of(autograder: bytes | str | os.PathLike[str]) -> Requirements:
             requirements_txt = zf.read("requirements.txt").decode() if "requirements.txt" in names else ""
     except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as e:
         raise EnvironmentBuildError(f"cannot read the autograder zip: {e}") from e
+    if not any(_requirements_txt_lines(requirements_txt)) and _only_grader_provided(environment):
+        return Requirements()  # what `otter assign` writes for an assignment without packages of its own
     pip_lines = [*_environment_yml_pip(environment), *_requirements_txt_lines(requirements_txt)]
     wanted = {str(r): r for r in map(_normalised, pip_lines)}
     return Requirements(tuple(sorted(text for text, r in wanted.items() if not _provided_or_satisfied(r))))
 
 
+def _only_grader_provided(environment_yml: str) -> bool:
+    """True when every dependency an environment file names (conda or pip, read line by line, without a
+    YAML parser) is one the grader provides. Anything unusual answers False: the full check decides."""
+    section, names = "", []
+    for line in environment_yml.splitlines():
+        if re.match(r"^\S", line):
+            section = line.split(":", 1)[0].strip()
+        elif section == "dependencies" and (item := re.match(r"^\s*-\s*(?:[\w.-]+::)?([A-Za-z0-9_.-]+)", line)):
+            if not line.rstrip().endswith(":"):  # `- pip:` opens the pip list
+                names.append(item.group(1))
+    return all(canonicalize_name(name) in GRADER_PROVIDED for name in names)
+
+
 def _environment_yml_pip(text: str) -> list[str]:
     """The pip section of a conda environment file; conda dependencies must be the grader's own."""
+    import yaml
+
     try:
         spec = yaml.safe_load(text) or {}
     except yaml.YAMLError as e:
@@ -179,6 +202,8 @@ def _check_conda_dependency(spec: str) -> None:
     if name in GRADER_PROVIDED:
         return
     version = _conda_version(match.group(2)) if match else None
+    from packaging.requirements import Requirement
+
     if version is not None and _provided_or_satisfied(Requirement(f"{name}{version}")):
         return
     raise EnvironmentBuildError(
@@ -191,6 +216,8 @@ def _check_conda_dependency(spec: str) -> None:
 def _conda_version(constraint: str) -> str | None:
     """A conda version constraint ('', '=1.26', '=1.26=py311_0', '1.26.*', '>=1.2,<2') as a pip
     specifier, or None if it has no pip equivalent."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     constraint = constraint.strip()
     if re.match(r"=[^=]", constraint):  # conda's '=1.26[=build]' means 1.26.*
         constraint = f"=={constraint[1:].split('=')[0].removesuffix('.*')}.*"
@@ -214,6 +241,8 @@ def _requirements_txt_lines(text: str) -> Iterator[str]:
 
 def _normalised(line: str) -> Requirement:
     """A requirement from PyPI with a canonical name; options, URLs and paths are refused."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     what_to_do = "list packages by name and version only, e.g. `datascience==0.17.6` or `pandas>=2`"
     if line.startswith("-"):
         raise EnvironmentBuildError(
@@ -232,6 +261,8 @@ def _normalised(line: str) -> Requirement:
 
 def _provided_or_satisfied(requirement: Requirement, extra: str = "") -> bool:
     """True if the grader provides this package or its own environment already satisfies it."""
+    import importlib.metadata
+
     if requirement.name in GRADER_PROVIDED:
         return True
     if requirement.marker and not requirement.marker.evaluate({"extra": extra}):
@@ -248,6 +279,8 @@ def _provided_or_satisfied(requirement: Requirement, extra: str = "") -> bool:
 
 def _extra_deps(dist: importlib.metadata.Distribution, extra: str) -> Iterator[Requirement]:
     """The requirements a distribution adds for one of its extras."""
+    from packaging.requirements import Requirement
+
     for line in dist.requires or []:
         dep = Requirement(line)
         if dep.marker and dep.marker.evaluate({"extra": extra}) and not dep.marker.evaluate({"extra": ""}):
@@ -276,6 +309,8 @@ def environment_key(requirements: Requirements) -> str:
 @functools.cache
 def _base_fingerprint() -> dict:
     """The grader's interpreter, site-packages and installed distributions (an environment depends on them)."""
+    import importlib.metadata
+
     dists = sorted({f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()})
     return {"python": sys.version, "executable": os.path.realpath(sys.executable), "site": _base_site(), "dists": dists}
 

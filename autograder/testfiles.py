@@ -10,7 +10,6 @@ imports nbconvert and pandas (0.7 s of the CLI's start). Where Otter's code chan
 from __future__ import annotations
 
 import builtins
-import doctest
 import functools
 import importlib
 import importlib.util
@@ -176,6 +175,8 @@ def _error_message(tf: TestFile, e: Exception) -> str:
 
 def run_doctest(name: str, doctest_string: str, global_environment: dict[str, Any]) -> tuple[bool, str]:
     """Otter's run_doctest, with the examples' output captured per thread (doctest swaps sys.stdout)."""
+    import doctest  # only OK-format tests need it (it imports unittest and pdb: 30 ms of the CLI's start)
+
     examples = doctest.DocTestParser().parse(doctest_string, name)
     test = doctest.DocTest(
         [e for e in examples if isinstance(e, doctest.Example)], global_environment, name, None, None, doctest_string

@@ -10,6 +10,8 @@ import zipfile
 
 import pytest
 
+from tests.submissions import AUTOGRADER_ZIP, SOLUTION_NOTEBOOK
+
 CLI = [sys.executable, "-m", "autograder", "grade"]
 
 
@@ -107,3 +109,20 @@ def test_an_unusable_zip_still_gives_every_notebook_a_line(toy, tmp_path):
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [line["submission"] for line in lines] == list(map(str, paths))
     assert all("does not define the global variable 'OK_FORMAT'" in line["error"] for line in lines)
+
+
+def test_grading_a_plain_assignment_loads_no_heavy_module(tmp_path):
+    # The CLI's start is most of its time for one notebook: Otter's package (nbconvert, pandas), YAML
+    # and packaging (an assignment's requirements), doctest (OK-format tests) load only when needed.
+    script = (
+        "import sys\nfrom autograder.cli import main\n"
+        "main(['grade', '--autograder', sys.argv[1], sys.argv[2]])\n"
+        "heavy = ('otter', 'nbformat', 'IPython', 'pandas', 'yaml', 'packaging', 'doctest', 'importlib.metadata')\n"
+        "print(sorted(name for name in heavy if name in sys.modules), file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(AUTOGRADER_ZIP), str(SOLUTION_NOTEBOOK)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert json.loads(proc.stdout)["score"] == 16.0
+    assert proc.stderr.strip().splitlines()[-1] == "[]"
