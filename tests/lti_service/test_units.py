@@ -46,10 +46,10 @@ def test_score_policy_picks_the_attempt_to_send(tmp_path, policy, expected):
     with services.db.session() as session:
         for minute, score in ((1, 10.0), (2, 16.0), (3, 12.0)):
             session.add(
-                Attempt(**key, filename="n.ipynb", notebook=b"{}", sha256=str(minute), status="graded",
+                Attempt(**key, number=minute, filename="n.ipynb", notebook=b"{}", sha256=str(minute), status="graded",
                         score=score, max_score=16.0, graded_at=dt.datetime(2026, 1, 1, 0, minute))
             )  # fmt: skip
-        session.add(Attempt(**key, filename="n.ipynb", notebook=b"{}", sha256="q", status="queued"))
+        session.add(Attempt(**key, number=4, filename="n.ipynb", notebook=b"{}", sha256="q", status="queued"))
     row = Passback(platform_id=platform.id, context_id="c1", resource_link_id="r1", lineitem_url="x", user_id="u1")
     assert score_to_send(services, row).score == expected
 
@@ -59,7 +59,7 @@ def test_removing_a_platform_keeps_student_data_unless_asked(services):
 
     platform = add_platform(services.db, "https://lms.example", "c", ["d"], "a", "t", "j")
     with services.db.session() as session:
-        session.add(Attempt(platform_id=platform.id, context_id="c", resource_link_id="r", user_id="u",
+        session.add(Attempt(platform_id=platform.id, context_id="c", resource_link_id="r", user_id="u", number=1,
                             filename="n.ipynb", notebook=b"{}", sha256="x"))  # fmt: skip
     with pytest.raises(ValueError, match="1 submitted attempts belong to it"):
         remove_platform(services.db, platform.id)
