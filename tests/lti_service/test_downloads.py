@@ -15,8 +15,7 @@ import pytest
 import requests
 
 from tests.lti_service.conftest import notebook_bytes
-from tests.lti_service.test_launch_security import CLIENT_ID, DEPLOYMENT, LTI, SigningPlatform, login, post_launch
-from tests.lti_service.tool import ToolProcess
+from tests.lti_service.test_launch_security import LTI, SigningPlatform, login, post_launch, registered_tool
 
 HOSTILE_NAME = '=HYPERLINK("https://attacker.example","Grades")'
 HOSTILE_ID = 'ada"; filename="payload.exe'
@@ -28,13 +27,7 @@ INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 def setup(tmp_path_factory, built_assignment):
     """The tool, the signing platform, and a student with a hostile name and id who uploaded a notebook."""
     platform = SigningPlatform()
-    tool = ToolProcess(tmp_path_factory.mktemp("downloads-tool"))
-    tool.cli(
-        "platform", "add", "--issuer", platform.issuer, "--client-id", CLIENT_ID, "--deployment-id", DEPLOYMENT,
-        "--auth-url", f"{platform.issuer}/auth", "--token-url", f"{platform.issuer}/token",
-        "--jwks-url", f"{platform.issuer}/jwks",
-    )  # fmt: skip
-    tool.start("--no-worker")
+    tool = registered_tool(platform, tmp_path_factory.mktemp("downloads-tool"), "--no-worker")
     session, page = open_page(platform, tool, sub=HOSTILE_ID, name=HOSTILE_NAME)
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', session.get(page).text).group(1)
     files = {"notebook": ("decode.ipynb", notebook_bytes(), "application/x-ipynb+json")}

@@ -98,3 +98,40 @@ def test_migrations_build_exactly_the_models_schema(tmp_path):
     url = f"sqlite:///{tmp_path / 'schema.db'}"
     upgrade(url)
     command.check(alembic_config(url))
+
+
+def test_invite_lifetimes_are_short_durations():
+    from lti_service.lti.invites import parse_duration
+
+    assert parse_duration("90s") == dt.timedelta(seconds=90) and parse_duration("2d") == dt.timedelta(days=2)
+    for bad in ("soon", "0h", "1w", "-1h", "31d"):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+
+
+@pytest.mark.parametrize(
+    ("cell", "safe"),
+    [
+        ("=1+1", "'=1+1"), ("+33 6", "'+33 6"), ("-2", "'-2"), ("@SUM(A1)", "'@SUM(A1)"), ("\tx", "'\tx"),
+        ("\rx", "'\rx"), ("Ada", "Ada"), ("a=b", "a=b"), ("", ""), (-2.5, -2.5), (16, 16), (None, None),
+    ],
+)  # fmt: skip
+def test_csv_cells_that_a_spreadsheet_would_evaluate_are_quoted(cell, safe):
+    from lti_service.views.downloads import spreadsheet_safe
+
+    assert spreadsheet_safe(cell) == safe
+
+
+@pytest.mark.parametrize(
+    ("name", "header"),
+    [
+        ("decode.ipynb", "attachment; filename=\"decode.ipynb\"; filename*=UTF-8''decode.ipynb"),
+        ('a"b;c\\d.csv', "attachment; filename=\"a_b_c_d.csv\"; filename*=UTF-8''a%22b%3Bc%5Cd.csv"),
+        ("été 1.csv", "attachment; filename=\"_t__1.csv\"; filename*=UTF-8''%C3%A9t%C3%A9%201.csv"),
+        ("../../x", "attachment; filename=\"_.._x\"; filename*=UTF-8''..%2F..%2Fx"),
+    ],
+)
+def test_download_names_are_encoded_as_rfc_6266_says(name, header):
+    from lti_service.views.downloads import attachment
+
+    assert attachment(name) == header
