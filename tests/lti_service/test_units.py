@@ -135,3 +135,39 @@ def test_download_names_are_encoded_as_rfc_6266_says(name, header):
     from lti_service.views.downloads import attachment
 
     assert attachment(name) == header
+
+
+def test_migration_numbers_existing_attempts_per_user_and_link(tmp_path):
+    from alembic import command
+    from sqlalchemy import create_engine, text
+
+    from lti_service.migrate import alembic_config, upgrade
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    command.upgrade(alembic_config(url), "0002")
+    insert = text(
+        "INSERT INTO attempts (platform_id, context_id, resource_link_id, user_id, filename, notebook, sha256, "
+        "status, created_at, user_name, late_penalty) VALUES (1, 'c', :link, :user, 'n', x'00', :sha, 'graded', "
+        "'2026-01-01', '', 0)"
+    )
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO platforms VALUES (1, 'i', 'c', '[]', 'a', 't', 'j', '', '2026-01-01')"))
+        for sha, (user, link) in enumerate((("u1", "r1"), ("u2", "r1"), ("u1", "r1"), ("u1", "r2"))):
+            connection.execute(insert, {"user": user, "link": link, "sha": str(sha)})
+    upgrade(url)
+    with engine.connect() as connection:
+        numbers = connection.execute(text("SELECT user_id, resource_link_id, number FROM attempts ORDER BY id")).all()
+    assert numbers == [("u1", "r1", 1), ("u2", "r1", 1), ("u1", "r1", 2), ("u1", "r2", 1)]
+
+
+def test_origins_are_normalised_and_only_http_urls_have_one():
+    from lti_service.lti.outbound import OutboundError, fetch, origin
+
+    assert origin("HTTPS://LMS.Example:443/a?b") == "https://lms.example"
+    assert origin("http://127.0.0.2:5001/x") == "http://127.0.0.2:5001"
+    assert origin("http://[::1]:80/") == "http://[::1]"
+    for url in ("file:///etc/passwd", "gopher://x", "https://", "https://h:99999/", None, 7):
+        assert origin(url) is None
+    with pytest.raises(OutboundError, match="not one of the platform's registered origins"):
+        fetch("get", "file:///etc/passwd", origins={"https://lms.example"}, timeout=1)
