@@ -16,7 +16,7 @@ from flask import request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from .errors import LaunchError
-from .storage import DatabaseLaunchDataStorage
+from .storage import DatabaseLaunchDataStorage, client_address
 
 MAX_PARAM = 2048  # characters; Canvas's lti_message_hint (a JWT) is the longest real one, under 1000
 MAX_REQUEST = 16 * 1024
@@ -41,7 +41,7 @@ def login_params(names: Iterable[str]) -> dict[str, str]:
 
 def admit(storage: DatabaseLaunchDataStorage, per_client: int, total: int) -> None:
     """Refuse (LaunchError 429) a login whose client, or everybody, has too many logins pending."""
-    client = request.remote_addr or "unknown"
+    client = client_address()
     if storage.live_rows(client) >= per_client * ROWS_PER_LOGIN:
         raise LaunchError("login_rate_limited", detail=client)
     if storage.all_rows() >= total * ROWS_PER_LOGIN:

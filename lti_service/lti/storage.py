@@ -21,6 +21,11 @@ from ..db import Database, KeyValue, utcnow
 STATE_LIFETIME = 600  # seconds: a login that has not come back as a launch by then is abandoned
 
 
+def client_address() -> str | None:
+    """The requesting client's address (the proxy's X-Forwarded-For with TRUST_PROXY=1), as stored."""
+    return (request.remote_addr or "unknown")[:64] if has_request_context() else None
+
+
 class DatabaseLaunchDataStorage(LaunchDataStorage[t.Any]):
     """Keys are global (no session cookie): state and nonce values are random and single-use."""
 
@@ -45,7 +50,7 @@ class DatabaseLaunchDataStorage(LaunchDataStorage[t.Any]):
             "key": self._prepare_key(key),
             "value": value,
             "expires_at": utcnow() + dt.timedelta(seconds=min(exp or STATE_LIFETIME, STATE_LIFETIME)),
-            "client": request.remote_addr if has_request_context() else None,
+            "client": client_address(),
         }
         insert = postgresql_insert if self.db.engine.dialect.name == "postgresql" else sqlite_insert
         statement = insert(KeyValue).values(**row)
