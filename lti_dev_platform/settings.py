@@ -12,6 +12,8 @@ class PlatformSettings:
     ``base_url`` is the platform's own origin and doubles as the LTI issuer (``iss``), as in Moodle.
     With ``preregistered=False`` no tool is known until it completes LTI Dynamic Registration.
     ``test_hooks`` turns on the ``/_test/`` routes; never enable it for a demo someone else can reach.
+    ``tool_register_url`` is the tool's dynamic registration URL (the Decode tool's is a single-use invite
+    from ``python -m lti_service platform invite``); without it ``/register/start`` asks for one.
     """
 
     base_url: str
@@ -33,7 +35,6 @@ class PlatformSettings:
         self.tool_login_url = self.tool_login_url or f"{self.tool_url}/lti/login"
         self.tool_launch_url = self.tool_launch_url or f"{self.tool_url}/lti/launch"
         self.tool_jwks_url = self.tool_jwks_url or f"{self.tool_url}/lti/jwks.json"
-        self.tool_register_url = self.tool_register_url or f"{self.tool_url}/lti/register"
 
     @property
     def issuer(self) -> str:

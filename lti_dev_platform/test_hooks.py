@@ -66,3 +66,13 @@ def resource_link() -> Response:
         if isinstance(body.get("custom"), dict):
             link.custom = dict(body["custom"])
         return jsonify({"context_id": link.context_id, "resource_link_id": link.id, "line_item_id": link.line_item_id})
+
+
+@bp.post("/service-base")
+def service_base() -> Response:
+    """Send launches whose AGS and NRPS URLs point at another base URL (null: back to this platform)."""
+    body: dict[str, t.Any] = request.get_json(force=True, silent=True) or {}
+    p = platform()
+    with p.state.lock:
+        p.state.service_base_url = body.get("url") or None
+        return jsonify({"url": p.state.service_base_url})

@@ -12,11 +12,12 @@ from pylti1p3.contrib.flask import FlaskOIDCLogin, FlaskRequest
 from pylti1p3.exception import LtiException, OIDCException
 
 from ..db import Launch, utcnow
+from ..lti import invites, login_limits
 from ..lti.cookies import ToolCookieService
 from ..lti.errors import LaunchError
 from ..lti.launch import CookiesBlocked
-from ..lti.registration import RegistrationError, ToolUrls, register
-from ..platforms import add_platform
+from ..lti.registration import CANVAS_SERVICES, RegistrationError, ToolUrls, is_canvas, register
+from ..platforms import PlatformConflict, insert_platform
 from . import services
 
 bp = Blueprint("lti", __name__, url_prefix="/lti")
@@ -39,7 +40,8 @@ def tool_urls() -> ToolUrls:
 def login():
     """OIDC third-party initiated login: remember the login parameters, redirect to the platform."""
     launch = services().launches
-    params = {name: request.values[name] for name in LOGIN_PARAMS if request.values.get(name)}
+    params = login_limits.login_params(LOGIN_PARAMS)
+    login_limits.admit(launch.storage, services().config.login_limit_per_client, services().config.login_limit_total)
     request_adapter = FlaskRequest()
     cookies = ToolCookieService(request_adapter)
     oidc = FlaskOIDCLogin(request_adapter, launch.tool_conf, cookie_service=cookies, launch_data_storage=launch.storage)
@@ -136,31 +138,45 @@ def canvas_json():
     }
 
 
-@bp.get("/register")
-def dynamic_registration():
-    """LTI Dynamic Registration: the platform opens this URL in a window or iframe."""
+INVITE_REFUSED = {
+    "missing": "This registration URL has no invite in it.",
+    "unknown": "This registration URL is not valid.",
+    "used": "This registration URL was used already (each one works once).",
+    "expired": "This registration URL has expired.",
+}
+
+
+@bp.get("/register", defaults={"token": ""})
+@bp.get("/register/<token>")
+def dynamic_registration(token: str):
+    """LTI Dynamic Registration: the platform opens an invite URL (`platform invite`) in a window or
+    iframe. Without a valid, unused, unexpired invite nothing is fetched and nothing is stored."""
     openid_configuration = request.args.get("openid_configuration")
     if not openid_configuration:
         return render_template(
             "registration.html", error="This URL is opened by the platform with an openid_configuration parameter."
         ), 400
+    invite, refusal = invites.redeem(services().db, token)
+    if invite is None:
+        log.warning("registration refused", extra={"event": "registration_refused", "reason": refusal})
+        message = INVITE_REFUSED[refusal] + " Ask the tool's administrator for a new registration URL."
+        return render_template("registration.html", error=message, refused=True), 403
     try:
-        platform = register(
+        registered = register(
             openid_configuration, request.args.get("registration_token"), tool_urls(), services().config.http_timeout
         )
     except RegistrationError as error:
-        log.warning("registration failed", extra={"event": "registration_failed", "detail": str(error)[:300]})
-        return render_template("registration.html", error=str(error)), 502
-    add_platform(
-        services().db,
-        platform.issuer,
-        platform.client_id,
-        [platform.deployment_id] if platform.deployment_id else [],
-        platform.auth_login_url,
-        platform.auth_token_url,
-        platform.key_set_url,
-        platform.name,
-    )
+        return _registration_failed(str(error), 502)
+    try:
+        platform = insert_platform(services().db, registered, name=invite.name or registered.product)
+    except PlatformConflict as error:
+        return _registration_failed(str(error), 409)
     services().platforms.invalidate()
     log.info("registered", extra={"event": "registered", "issuer": platform.issuer, "client_id": platform.client_id})
-    return render_template("registration.html", platform=platform)
+    note = CANVAS_SERVICES.format(id=platform.id) if is_canvas(registered.issuer, registered.product) else None
+    return render_template("registration.html", platform=platform, note=note)
+
+
+def _registration_failed(message: str, status: int):
+    log.warning("registration failed", extra={"event": "registration_failed", "detail": message[:300]})
+    return render_template("registration.html", error=message), status
