@@ -30,6 +30,7 @@ OTTER_CONFIG = ROOT / "otter_config.json"
 DIST = ROOT / "dist"
 ZIP_NAME = "decode-autograder.zip"
 FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+GRADER_SETTINGS = ("grading_limits",)  # read by this project's grader; `otter assign` does not keep them
 
 
 def inject_grading_settings(master: Path, settings: dict, target: Path) -> None:
@@ -45,14 +46,18 @@ def inject_grading_settings(master: Path, settings: dict, target: Path) -> None:
     nbformat.write(nb, target)
 
 
-def repack_deterministically(source: Path, target: Path) -> None:
-    """Copy a zip with sorted entries and fixed timestamps, so two builds give the same bytes."""
+def repack_deterministically(source: Path, target: Path, extra_config: dict) -> None:
+    """Copy a zip with sorted entries and fixed timestamps, so two builds give the same bytes; add
+    `extra_config` (settings of this grader that `otter assign` drops) to its otter_config.json."""
     with zipfile.ZipFile(source) as src, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as dst:
         for name in sorted(src.namelist()):
             info = zipfile.ZipInfo(name, date_time=FIXED_ZIP_TIME)
             info.external_attr = (0o755 if name.endswith((".sh", "run_autograder")) else 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
-            dst.writestr(info, src.read(name))
+            data = src.read(name)
+            if name == "otter_config.json" and extra_config:
+                data = (json.dumps({**json.loads(data), **extra_config}, indent=2) + "\n").encode()
+            dst.writestr(info, data)
 
 
 def build(master: Path = MASTER, otter_config: Path = OTTER_CONFIG, dist: Path = DIST) -> dict[str, Path]:
@@ -78,7 +83,8 @@ def build(master: Path = MASTER, otter_config: Path = OTTER_CONFIG, dist: Path =
             path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(out / "student" / master.name, outputs["student"])
         shutil.copyfile(out / "autograder" / master.name, outputs["solution"])
-        repack_deterministically(built_zip, outputs["autograder_zip"])
+        grader_only = {k: settings[k] for k in GRADER_SETTINGS if k in settings}
+        repack_deterministically(built_zip, outputs["autograder_zip"], grader_only)
     return outputs
 
 
