@@ -46,7 +46,7 @@ def inject_grading_settings(master: Path, settings: dict, target: Path) -> None:
     nbformat.write(nb, target)
 
 
-def repack_deterministically(source: Path, target: Path, extra_config: dict) -> None:
+def repack_deterministically(source: Path, target: Path, extra_config: dict | None = None) -> None:
     """Copy a zip with sorted entries and fixed timestamps, so two builds give the same bytes; add
     `extra_config` (settings of this grader that `otter assign` drops) to its otter_config.json."""
     with zipfile.ZipFile(source) as src, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as dst:

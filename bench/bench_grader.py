@@ -1,13 +1,21 @@
-"""Side-by-side benchmark: stock `otter run` against our sandboxed grader on the same submissions.
+"""Side-by-side benchmark: stock `otter run` against this sandboxed grader, in one run.
 
-Run with `make bench`. Submissions: the reference solution, the unanswered student notebook and every
-correct and wrong corpus entry, as whole notebooks. Reports median and p95 latency per submission,
-throughput with 2 parallel jobs, peak memory per grading, the ratio, and per-question parity over all.
+Run with `make bench`. Three comparisons, each reported as medians and ratios (these machines are noisy):
+
+1. Decode: the reference solution, the unanswered notebook and every correct and wrong corpus entry, as
+   whole notebooks: median and p95 latency per submission, throughput with 2 parallel jobs, peak memory,
+   per-question parity.
+2. A pandas assignment of the parity corpus (gradebook: support files, exception tests taking `pd`):
+   its solution, unanswered and broken notebooks, latency and parity.
+3. The command line grading one Decode notebook, process start included, against `otter run`'s.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -16,25 +24,28 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import GradeOptions, grade_submission
-from tests.submissions import AUTOGRADER_ZIP, OtterRun, corpus, submission_notebook
+from autograder import grade_submission
+from tests.parity.harness import broken_submissions, build, submission
+from tests.submissions import AUTOGRADER_ZIP, SOLUTION_NOTEBOOK, OtterRun, corpus, submission_notebook
 
 STOCK_LATENCY_SAMPLE = 8  # sequential `otter run`s timed one by one (about 3 s each)
-OUR_ROUNDS = 3  # times our grader goes over all submissions
+OUR_ROUNDS = 3  # times this grader goes over all submissions
+CLI_RUNS = 15
 JOBS = 2
+PANDAS_ASSIGNMENT = "gradebook"
 
 
-def submissions() -> dict[str, bytes]:
+def decode_submissions() -> dict[str, bytes]:
     notebooks = {"reference": submission_notebook(), "unanswered": submission_notebook(answered=False)}
     notebooks |= {e.name: submission_notebook(e) for kind in ("correct", "wrong") for e in corpus(kind)}
     return {name: nbformat.writes(nb).encode() for name, nb in notebooks.items()}
 
 
 class PeakMemory:
-    """Samples /proc every 2 ms; keeps the largest resident size seen for the chosen processes."""
+    """Samples /proc every 2 ms; keeps the largest resident size of a process tree (stock otter run)."""
 
-    def __init__(self, select) -> None:
-        self.select, self.peak_kib, self._stop = select, 0, threading.Event()
+    def __init__(self, root: int) -> None:
+        self.root, self.peak_kib, self._stop = root, 0, threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
     def __enter__(self) -> PeakMemory:
@@ -47,7 +58,7 @@ class PeakMemory:
 
     def _poll(self) -> None:
         while not self._stop.is_set():
-            self.peak_kib = max(self.peak_kib, self.select(_process_table()))
+            self.peak_kib = max(self.peak_kib, tree_rss_kib(self.root, _process_table()))
             time.sleep(0.002)
 
 
@@ -74,80 +85,111 @@ def tree_rss_kib(root: int, table: dict[int, dict[str, str]]) -> int:
     return total
 
 
-def sandbox_hwm_kib(table: dict[int, dict[str, str]], base_uid: int = GradeOptions().sandbox_uid) -> int:
-    """Largest high-water mark of any process running as a sandbox uid (the student's process)."""
-    peaks = [
-        int(f["VmHWM"].split()[0])
-        for f in table.values()
-        if "VmHWM" in f and base_uid <= int(f["Uid"].split()[0]) < base_uid + 64
-    ]
-    return max(peaks, default=0)
-
-
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-def stock_otter(subs: dict[str, bytes], workdir: Path) -> dict:
+def stock_otter(subs: dict[str, bytes], workdir: Path, zip_path: Path, filename: str, sample: int) -> dict:
+    """Latency of `sample` sequential runs, then every submission two at a time (throughput, scores)."""
+
+    def run(name: str, tag: str) -> OtterRun:
+        notebook = nbformat.reads(subs[name], as_version=4)
+        return OtterRun(notebook, workdir / f"{tag}-{name}", zip_path, filename=filename)
+
     latencies, peaks = [], []
-    for name in list(subs)[:STOCK_LATENCY_SAMPLE]:
+    for name in list(subs)[:sample]:
         started = time.perf_counter()
-        run = OtterRun(nbformat.reads(subs[name], as_version=4), workdir / f"seq-{name}")
-        with PeakMemory(lambda table, pid=run.process.pid: tree_rss_kib(pid, table)) as memory:
-            run.scores()
+        process = run(name, "seq")
+        with PeakMemory(process.process.pid) as memory:
+            process.scores()
         latencies.append(time.perf_counter() - started)
-        peaks.append(memory.peak_kib)
-    started = time.perf_counter()
-    scores = {}
-    names = list(subs)
+        peaks.append(memory.peak_kib / 1024)
+    started, scores, names = time.perf_counter(), {}, list(subs)
     for i in range(0, len(names), JOBS):
-        batch = {n: OtterRun(nbformat.reads(subs[n], as_version=4), workdir / f"par-{n}") for n in names[i : i + JOBS]}
-        scores |= {n: run.scores() for n, run in batch.items()}
+        batch = {n: run(n, "par") for n in names[i : i + JOBS]}
+        scores |= {n: process.scores() for n, process in batch.items()}
     throughput = len(names) / (time.perf_counter() - started)
-    return {"latencies": latencies, "peak_kib": max(peaks), "throughput": throughput, "scores": scores}
+    return {"latencies": latencies, "peak_mb": max(peaks), "throughput": throughput, "scores": scores}
 
 
-def our_grader(subs: dict[str, bytes]) -> dict:
-    grade = lambda data: grade_submission(AUTOGRADER_ZIP, data)  # noqa: E731
-    grade(subs["reference"])  # warm the zip cache and imports, as a long-running service would be
-    latencies = []
-    with PeakMemory(sandbox_hwm_kib) as memory:
-        for _ in range(OUR_ROUNDS):
-            for data in subs.values():
-                started = time.perf_counter()
-                grade(data)
-                latencies.append(time.perf_counter() - started)
+def our_grader(subs: dict[str, bytes], zip_path: Path, rounds: int) -> dict:
+    grade_submission(zip_path, next(iter(subs.values())))  # warm the zip cache and imports, as a service is
+    latencies, peaks, scores = [], [], {}
+    for _ in range(rounds):
+        for name, data in subs.items():
+            started = time.perf_counter()
+            result = grade_submission(zip_path, data)
+            latencies.append(time.perf_counter() - started)
+            peaks.append(result.usage["peak_memory_mb"])
+            scores[name] = {q.name: round(q.score, 5) for q in result.questions}
     started = time.perf_counter()
     with ThreadPoolExecutor(JOBS) as pool:
-        results = list(pool.map(grade, list(subs.values()) * OUR_ROUNDS))
-    throughput = len(results) / (time.perf_counter() - started)
-    scores = {name: {q.name: q.score for q in r.questions} for name, r in zip(subs, results, strict=False)}
-    return {"latencies": latencies, "peak_kib": memory.peak_kib, "throughput": throughput, "scores": scores}
+        done = list(pool.map(lambda data: grade_submission(zip_path, data), list(subs.values()) * rounds))
+    throughput = len(done) / (time.perf_counter() - started)
+    return {"latencies": latencies, "peak_mb": max(peaks), "throughput": throughput, "scores": scores}
+
+
+def report(title: str, stock: dict, ours: dict, names: list[str]) -> None:
+    print(f"\n## {title}")
+    print(f"{'grader':<16} {'runs':>5} {'median s':>9} {'p95 s':>8} {'subs/s x2':>10} {'peak MB':>8}")
+    for label, r in (("stock otter run", stock), ("decode-grader", ours)):
+        lat = r["latencies"]
+        print(f"{label:<16} {len(lat):>5} {statistics.median(lat):>9.3f} {percentile(lat, 0.95):>8.3f} "
+              f"{r['throughput']:>10.2f} {r['peak_mb']:>8.1f}")  # fmt: skip
+    ratio = statistics.median(stock["latencies"]) / statistics.median(ours["latencies"])
+    print(f"median latency ratio (stock / ours): {ratio:.1f}x")
+    print(f"throughput ratio (ours / stock): {ours['throughput'] / stock['throughput']:.1f}x")
+    stock_scores = {n: {q: round(s, 5) for q, s in stock["scores"][n].items()} for n in names}
+    mismatches = [n for n in names if stock_scores[n] != ours["scores"][n]]
+    print(f"per-question parity with stock otter run: {len(names) - len(mismatches)}/{len(names)} submissions equal")
+    for name in mismatches:
+        print(f"  MISMATCH {name}: stock {stock_scores[name]} ours {ours['scores'][name]}")
+
+
+def command_line(workdir: Path) -> list[float]:
+    """Wall time of `python -m autograder grade` on one Decode notebook, process start included."""
+    command = [sys.executable, "-m", "autograder", "grade", "--autograder", str(AUTOGRADER_ZIP), str(SOLUTION_NOTEBOOK)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    times = []
+    for _ in range(CLI_RUNS):
+        started = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True, env=env, cwd=workdir)
+        times.append(time.perf_counter() - started)
+    return times
 
 
 def main() -> None:
-    subs = submissions()
-    print(f"{len(subs)} submissions of the Decode assignment; {JOBS} parallel jobs for throughput\n")
-    with tempfile.TemporaryDirectory(prefix="bench-otter-") as workdir:
-        stock = stock_otter(subs, Path(workdir))
-    ours = our_grader(subs)
-    rows = [("stock otter run", stock), ("decode-grader", ours)]
-    print(f"{'grader':<16} {'runs':>5} {'median s':>9} {'p95 s':>8} {'subs/s x2':>10} {'peak MB':>8}")
-    for label, r in rows:
-        lat = r["latencies"]
-        print(
-            f"{label:<16} {len(lat):>5} {statistics.median(lat):>9.3f} {percentile(lat, 0.95):>8.3f} "
-            f"{r['throughput']:>10.2f} {r['peak_kib'] / 1024:>8.1f}"
-        )
-    speedup = statistics.median(stock["latencies"]) / statistics.median(ours["latencies"])
-    print(f"\nmedian latency ratio (stock / ours): {speedup:.1f}x")
-    print(f"throughput ratio (ours / stock): {ours['throughput'] / stock['throughput']:.1f}x")
-    print("peak memory: stock = otter run's whole process tree (RSS); ours = the sandboxed student process (HWM)")
-    mismatches = [n for n in subs if stock["scores"][n] != ours["scores"][n]]
-    print(f"per-question parity with stock otter run: {len(subs) - len(mismatches)}/{len(subs)} submissions equal")
-    for name in mismatches:
-        print(f"  MISMATCH {name}: stock {stock['scores'][name]} ours {ours['scores'][name]}")
+    with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
+        workdir = Path(scratch)
+        decode = decode_submissions()
+        print(f"Decode: {len(decode)} submissions; pandas: the parity corpus's {PANDAS_ASSIGNMENT}; {JOBS} jobs")
+        stock = stock_otter(decode, workdir / "decode", AUTOGRADER_ZIP, "decode.ipynb", STOCK_LATENCY_SAMPLE)
+        report("Decode", stock, our_grader(decode, AUTOGRADER_ZIP, OUR_ROUNDS), list(decode))
+
+        built = build(PANDAS_ASSIGNMENT, workdir / "pandas-build")
+        names = ["solution", "unanswered", *broken_submissions(PANDAS_ASSIGNMENT)]
+        pandas = {name: nbformat.writes(submission(built, name)).encode() for name in names}
+        stock = stock_otter(pandas, workdir / "pandas", built.zip, f"{PANDAS_ASSIGNMENT}.ipynb", len(pandas))
+        report(f"pandas ({PANDAS_ASSIGNMENT})", stock, our_grader(pandas, built.zip, OUR_ROUNDS), names)
+
+        stock_decode = statistics.median(stock_otter_cli_reference(decode, workdir))
+        ours = command_line(workdir)
+        print("\n## the command line on one Decode notebook, process start included")
+        median = statistics.median(ours)
+        p95 = percentile(ours, 0.95)
+        print(f"python -m autograder grade: median {median:.3f} s, p95 {p95:.3f} s ({CLI_RUNS} runs)")
+        print(f"otter run: median {stock_decode:.3f} s; ratio {stock_decode / median:.1f}x")
+
+
+def stock_otter_cli_reference(subs: dict[str, bytes], workdir: Path) -> list[float]:
+    """`otter run` on the reference notebook, three times (its whole command, as ours)."""
+    times = []
+    for i in range(3):
+        started = time.perf_counter()
+        OtterRun(nbformat.reads(subs["reference"], as_version=4), workdir / f"cli-{i}", AUTOGRADER_ZIP).scores()
+        times.append(time.perf_counter() - started)
+    return times
 
 
 if __name__ == "__main__":
