@@ -84,7 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "prepare":
         return _prepare(args.autograder)
-    options = GradeOptions(cell_timeout=args.cell_timeout, test_timeout=args.test_timeout)
+    batch = len(args.submissions) > 1  # sandboxes started ahead pay off from the second notebook on
+    options = GradeOptions(
+        cell_timeout=args.cell_timeout, test_timeout=args.test_timeout, prestart=max(1, args.jobs) if batch else 0
+    )
     out = sys.stdout  # kept: doctests may swap sys.stdout in other threads while results are printed
     try:
         max_score = load_assignment(args.autograder).points

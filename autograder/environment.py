@@ -163,15 +163,25 @@ def requirements_of(autograder: bytes | str | os.PathLike[str]) -> Requirements:
 
 
 def _only_grader_provided(environment_yml: str) -> bool:
-    """True when every dependency an environment file names (conda or pip, read line by line, without a
-    YAML parser) is one the grader provides. Anything unusual answers False: the full check decides."""
+    """True when every dependency an environment file names (conda or pip) is one the grader provides,
+    read line by line without a YAML parser: keys at the start of a line, list items (`- name`, at any
+    indentation) under `dependencies:`. Anything else answers False, and the full reading decides."""
     section, names = "", []
     for line in environment_yml.splitlines():
-        if re.match(r"^\S", line):
-            section = line.split(":", 1)[0].strip()
-        elif section == "dependencies" and (item := re.match(r"^\s*-\s*(?:[\w.-]+::)?([A-Za-z0-9_.-]+)", line)):
-            if not line.rstrip().endswith(":"):  # `- pip:` opens the pip list
-                names.append(item.group(1))
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if key := re.match(r"^([A-Za-z_][\w.-]*)\s*:(.*)$", line):
+            section = key.group(1)
+            if section == "dependencies" and key.group(2).strip():
+                return False  # a flow-style list
+            continue
+        if section != "dependencies":
+            continue
+        item = re.match(r"^\s*-\s*(?:[\w.-]+::)?([A-Za-z0-9_.-]+)\s*(:?)", line)
+        if item is None:
+            return False
+        if not item.group(2):  # `- pip:` opens the pip list
+            names.append(item.group(1))
     return all(canonicalize_name(name) in GRADER_PROVIDED for name in names)
 
 

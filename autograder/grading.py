@@ -18,16 +18,14 @@ snapshots), so one hostile cell or test costs only itself.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import tempfile
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 from .assignment import Assignment, AssignmentError, load_assignment
 from .notebook import Cell, InvalidSubmission, load_cells, read_notebook
 from .options import GradeOptions, Limits
+from .pool import WarmPool, warm_pool
 from .protocol import Channel, SandboxFailure
 from .remote import StudentEnv, StudentNamespace
 from .results import GradeResult, QuestionResult
@@ -36,18 +34,64 @@ from .testfiles import OKTestFile, TestCase, TestCaseResult, TestFile, printopti
 from .values import Values
 
 STARTUP_TIMEOUT = 10.0
-CHILD_SLACK = 60.0  # seconds a grading process may take beyond the grading's own limit (its start, imports)
-PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPERATION_TIMEOUT = 5.0  # the grader's own requests (a snapshot, a support file): nothing student-sized
 MAX_CHECKS = 200
 FINAL = ""  # the snapshot after the last cell
 
 
-class Session:
-    """The current sandbox of one grading; restarted (with the completed cells replayed) after a failure."""
+@dataclass
+class Ready:
+    """A sandbox ready for a notebook's first cell: its interpreter up, the assignment's seed set and
+    support files in place, and the libraries its notebooks use already imported."""
 
-    def __init__(self, assignment: Assignment, limits: Limits) -> None:
-        self.assignment, self.limits = assignment, limits
+    sandbox: Sandbox
+    channel: Channel
+
+    def close(self) -> None:
+        self.sandbox.close()
+
+
+def start_ready(assignment: Assignment, limits: Limits, deadline: float, preload: tuple[str, ...] = ()) -> Ready:
+    """Start a sandbox and prepare it for the assignment (nothing of any student's in it yet)."""
+    sandbox = Sandbox(limits, deadline)
+    channel = Channel(sandbox.read_fd, sandbox.write_fd, sandbox.terminate, limits.grace, limits.test_timeout, deadline)
+    Values(channel)  # encodes the setup requests' arguments
+    try:
+        channel.hello(STARTUP_TIMEOUT)
+    except SandboxFailure as e:
+        sandbox.close()
+        raise SandboxUnavailable(f"the sandbox did not start ({e}): {sandbox.output()[-500:]}") from None
+    setup = [("configure", {"seed": assignment.seed, "seed_variable": assignment.seed_variable})] * (
+        assignment.seed is not None
+    )
+    setup += [("put", {"path": path, "data": data}) for path, data in assignment.files]
+    setup += [("preload", {"modules": list(preload)})] * bool(preload)
+    try:
+        for op, args in setup:
+            _operation(channel, op, args)
+    except SandboxFailure:
+        sandbox.close()
+        raise
+    return Ready(sandbox, channel)
+
+
+def _operation(channel: Channel, op: str, args: dict) -> object:
+    """One of the grader's own requests (a snapshot, a support file): any error is the sandbox's."""
+    try:
+        return channel.request(op, OPERATION_TIMEOUT, **args)
+    except SandboxFailure:
+        raise
+    except Exception as e:  # e.g. no process left for a snapshot after a fork bomb
+        raise channel.fail(SandboxFailure(f"the sandbox failed to {op} ({type(e).__name__}: {e})")) from None
+
+
+class Session:
+    """The current sandbox of one grading; restarted (with the completed cells replayed) after a failure.
+
+    Its first sandbox may come from a WarmPool (started ahead); restarts start their own."""
+
+    def __init__(self, assignment: Assignment, limits: Limits, pool: WarmPool | None = None) -> None:
+        self.assignment, self.limits, self.pool = assignment, limits, pool
         self.deadline = time.monotonic() + limits.total_timeout
         self.completed: list[Cell] = []
         self.restarts = 0
@@ -62,26 +106,13 @@ class Session:
 
     def start(self) -> None:
         self.snapshots = {}
-        sandbox = self.sandbox = Sandbox(self.limits, self.deadline)
-        self.channel = Channel(
-            sandbox.read_fd,
-            sandbox.write_fd,
-            sandbox.terminate,
-            self.limits.grace,
-            self.limits.test_timeout,
-            self.deadline,
-        )
+        ready = self.pool.take() if self.pool and not self.restarts else None
+        preload = self.pool.preload if self.pool else ()
+        ready = ready or start_ready(self.assignment, self.limits, self.deadline, preload)
+        self.sandbox, self.channel = ready.sandbox, ready.channel
+        self.sandbox.deadline = self.channel.overall_deadline = self.deadline
         self.values = Values(self.channel)
         self.values.on_check = self._check
-        try:
-            self.channel.hello(STARTUP_TIMEOUT)
-        except SandboxFailure as e:
-            sandbox.close()
-            raise SandboxUnavailable(f"the sandbox did not start ({e}): {sandbox.output()[-500:]}") from None
-        if self.assignment.seed is not None:
-            self.request("configure", seed=self.assignment.seed, seed_variable=self.assignment.seed_variable)
-        for path, data in self.assignment.files:
-            self.request("put", path=path, data=data)
 
     def _check(self, question: str) -> None:
         if question not in self.assignment.questions:
@@ -89,14 +120,8 @@ class Session:
         self.on_check(question)
 
     def request(self, op: str, **args: object) -> object:
-        """One of the grader's own operations (a snapshot, a support file): any error is the sandbox's."""
         assert self.channel is not None
-        try:
-            return self.channel.request(op, OPERATION_TIMEOUT, **args)
-        except SandboxFailure:
-            raise
-        except Exception as e:  # e.g. no process left for a snapshot after a fork bomb
-            raise self.channel.fail(SandboxFailure(f"the sandbox failed to {op} ({type(e).__name__}: {e})")) from None
+        return _operation(self.channel, op, args)
 
     @property
     def dead(self) -> str | None:
@@ -184,11 +209,11 @@ class Question:
 
 
 class Grading:
-    def __init__(self, assignment: Assignment, cells: list[Cell], limits: Limits) -> None:
-        self.assignment, self.cells, self.limits = assignment, cells, limits
+    def __init__(self, assignment: Assignment, cells: list[Cell], limits: Limits, pool: WarmPool | None) -> None:
+        self.assignment, self.cells, self.limits, self.pool = assignment, cells, limits, pool
         self.questions = {tf.name: Question(tf) for tf in assignment.load_tests()}
         self.order: list[str] = []  # as Otter reports them: first check first, then the rest
-        self.session = Session(assignment, limits)
+        self.session = Session(assignment, limits, pool)
         self.session.on_check = self._on_check
         self.cell_errors: list[str] = []
         self.checks = 0
@@ -231,6 +256,11 @@ class Grading:
                 pass
         for name in unchecked:
             self._run_public(name)
+        if self.pool is not None and self.session.dead is None:
+            try:
+                self.pool.learn(self.session.request("modules"))
+            except SandboxFailure:
+                pass
 
     def _on_check(self, name: str) -> None:
         if self.testing or self.checks >= MAX_CHECKS:
@@ -326,40 +356,23 @@ def _failed(case, reason: str | None) -> TestCaseResult:
 
 def grade_cells(assignment: Assignment, cells: list[Cell], options: GradeOptions) -> GradeResult:
     """Run the cells and the tests in this process; the caller has validated the notebook."""
-    return Grading(assignment, cells, options.limits(assignment.limits)).run()
+    limits = options.limits(assignment.limits)
+    pool = warm_pool(assignment, limits, options.prestart) if options.prestart else None
+    return Grading(assignment, cells, limits, pool).run()
 
 
 def _grade_in_own_process(assignment: Assignment, notebook: bytes, options: GradeOptions) -> GradeResult:
-    """Grade in a child process (child.py) whose working directory holds the support files and whose
-    interpreter is the assignment's environment's: tests read files by relative path and import
-    packages, as they do under `otter run`."""
+    """Grade in a process of the assignment's (child.py) whose working directory holds the support files
+    and whose interpreter is the assignment's environment's: tests read files by relative path and
+    import packages, as they do under `otter run`."""
+    from .child import grade_in_child
     from .environment import EnvironmentBuildError, prepare  # only assignments with packages pay for it
 
     try:
         environment = prepare(assignment.requirements)
     except EnvironmentBuildError as e:
         raise AssignmentError(f"the assignment's packages are not available: {e}") from None
-    limit = options.limits(assignment.limits).total_timeout + CHILD_SLACK
-    with tempfile.TemporaryDirectory(prefix="decode-grader-work-") as workdir:
-        for path, data in assignment.files:
-            target = os.path.join(workdir, path)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as f:
-                f.write(data)
-        command = [environment.python, "-m", "autograder.child", assignment.path, json.dumps(asdict(options))]
-        env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT}
-        try:
-            proc = subprocess.run(command, input=notebook, cwd=workdir, env=env, capture_output=True,
-                                  timeout=limit)  # fmt: skip
-        except subprocess.TimeoutExpired:
-            raise SandboxUnavailable("the grading process did not finish in time") from None
-    try:
-        reply = json.loads(proc.stdout.splitlines()[-1])
-    except (IndexError, ValueError):
-        raise RuntimeError(f"the grading process failed: {proc.stderr.decode(errors='replace')[-1000:]}") from None
-    if "sandbox_unavailable" in reply:
-        raise SandboxUnavailable(reply["sandbox_unavailable"])
-    return GradeResult.from_dict(reply)
+    return grade_in_child(assignment, environment.python, notebook, options)
 
 
 def grade_submission(

@@ -67,6 +67,8 @@ class GradeOptions:
     max_restarts: int | None = None
     bwrap: str | None = None
     max_notebook_bytes: int = 5 * 1024 * 1024
+    prestart: int = 0
+    """sandboxes to keep started ahead for this assignment (a grading service's concurrency; pool.py)"""
 
     def limits(self, assignment_limits: dict[str, Any]) -> Limits:
         names = {f.name for f in fields(Limits)}

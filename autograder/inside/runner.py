@@ -286,6 +286,18 @@ class Channel:
         with open(target, "wb") as f:
             f.write(data)
 
+    def op_preload(self, modules):
+        """Import libraries the notebook will import, before any student code (a sandbox started ahead)."""
+        for name in modules:
+            try:
+                __import__(name)
+            except Exception:  # noqa: BLE001 - the notebook's own import will say why
+                pass
+
+    def op_modules(self):
+        """The top-level packages imported so far (what a sandbox started ahead may import first)."""
+        return sorted({name.partition(".")[0] for name in list(sys.modules)})
+
     def op_printoptions(self):
         numpy = sys.modules.get("numpy")
         if numpy is None:

@@ -29,6 +29,7 @@ from .uids import UidPool
 INSIDE = Path(__file__).resolve().parent.parent / "inside"
 INSIDE_MOUNT = "/opt/grader/_autograder_inside"
 OUTPUT_CAP = 64 * 1024
+WATCH_INTERVAL = 1.0  # seconds between a watchdog's looks at a deadline that may have moved
 INSTALL_HINT = (
     "the grader needs bubblewrap and root privileges to sandbox student code; "
     "install it with `apt-get install bubblewrap` (or set GRADER_BWRAP to its path) "
@@ -134,7 +135,8 @@ class Sandbox:
             _UIDS.release(uid)
             raise SandboxUnavailable(str(e)) from None
         self._start(limits, uid)
-        self._watchdog = threading.Thread(target=self._watch, args=(deadline,), daemon=True, name=f"watchdog-{uid}")
+        self.deadline = deadline
+        self._watchdog = threading.Thread(target=self._watch, daemon=True, name=f"watchdog-{uid}")
         self._watchdog.start()
 
     def _start(self, limits: Limits, uid: int) -> None:
@@ -172,10 +174,13 @@ class Sandbox:
             if len(self._output) < OUTPUT_CAP:
                 self._output += chunk[: OUTPUT_CAP - len(self._output)]
 
-    def _watch(self, deadline: float) -> None:
-        """Kill the sandbox at the deadline, whatever the grading thread is doing (blocked or not)."""
-        if not self._stopped.wait(max(deadline - time.monotonic(), 0)):
-            self.terminate()
+    def _watch(self) -> None:
+        """Kill the sandbox at its deadline, whatever the grading thread is doing (blocked or not). The
+        deadline may move (a sandbox started ahead gets its grading's deadline when it is taken)."""
+        while not self._stopped.wait(min(max(self.deadline - time.monotonic(), 0), WATCH_INTERVAL)):
+            if time.monotonic() >= self.deadline:
+                self.terminate()
+                return
 
     def output(self) -> str:
         """What bwrap or the interpreter wrote to fds 1/2 (useful when startup fails)."""

@@ -27,6 +27,7 @@ from autograder.environment import (
     Requirements,
     environment_key,
     lookup,
+    _only_grader_provided,
     prepare,
     requirements_of,
 )
@@ -200,3 +201,17 @@ def test_conda_only_dependency_is_a_clear_error():
 def test_index_options_urls_and_nonsense_are_refused(line):
     with pytest.raises(EnvironmentBuildError, match="list packages by name and version only"):
         requirements_of(autograder_zip(pip=[line]))
+
+
+@pytest.mark.parametrize(
+    ("text", "needs_reading"),
+    [
+        ("dependencies:\n- python=3.11\n- pip:\n  - six\nname: x\n", True),  # items at column 0
+        ("dependencies: [python, six]\n", True),  # flow style
+        ("name: otter-env\ndependencies:\n  - python=3.13\n  - pip:\n      - otter-grader==7.0.0\n", False),
+    ],
+)
+def test_the_quick_reading_of_environment_yml_never_overlooks_a_package(text, needs_reading):
+    """requirements_of reads an environment file without a YAML parser when it names only what the
+    grader provides (a CLI start saves the parser's import); anything else goes to the full reading."""
+    assert _only_grader_provided(text) is not needs_reading

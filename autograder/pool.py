@@ -1,0 +1,126 @@
+"""Sandboxes started ahead for a grading service (opt-in: GradeOptions.prestart).
+
+Starting a sandbox and importing the libraries a notebook uses is most of what a small notebook costs (a
+pandas import alone is a fifth of a second). A WarmPool keeps `size` sandboxes of one assignment ready
+(seed set, support files in place, the libraries its last graded notebook imported already imported) so
+the next grading starts at once; taking one starts its replacement in the background. Each sandbox is
+still used by one grading only: nothing of any student's is ever in a sandbox that waits in the pool.
+
+Idle sandboxes are live processes under sandbox uids, so pooling is for long-running graders (the LTI
+tool's workers, a command-line batch), not for one-off gradings.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+from collections import deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .assignment import Assignment
+    from .grading import Ready
+    from .options import Limits
+
+log = logging.getLogger(__name__)
+IDLE_LIFETIME = 120.0  # seconds a ready sandbox waits before it is replaced (its watchdog kills it)
+PRELOADABLE = frozenset({"numpy", "pandas", "scipy", "matplotlib"})
+"""libraries whose import changes nothing a notebook can see but the time it takes (datascience, say,
+changes numpy's print options: it is never imported ahead)"""
+
+
+class WarmPool:
+    """`size` sandboxes of one assignment kept ready. They are started by one long-lived thread of the
+    pool's: bwrap dies with the thread that started it (--die-with-parent), so not a short-lived one."""
+
+    def __init__(self, assignment: Assignment, limits: Limits, size: int) -> None:
+        self.assignment, self.limits, self.size = assignment, limits, size
+        self.preload: tuple[str, ...] = ()
+        self._ready: deque[Ready] = deque()
+        self._wake = threading.Condition()
+        self._closed = False
+        self._starter = threading.Thread(target=self._keep_filled, daemon=True, name="warm-pool")
+        self._starter.start()
+
+    def take(self) -> Ready | None:
+        """A ready sandbox (None if none is ready yet); its replacement starts in the background."""
+        with self._wake:
+            ready = None
+            while self._ready and ready is None:
+                candidate = self._ready.popleft()
+                if candidate.channel.dead is None and candidate.sandbox.proc.poll() is None:
+                    ready = candidate
+                else:
+                    candidate.close()
+            self._wake.notify()
+        return ready
+
+    def learn(self, modules: object) -> None:
+        """The libraries a graded notebook imported: the next sandboxes import them ahead."""
+        if isinstance(modules, list):
+            self.preload = tuple(sorted(PRELOADABLE.intersection(m for m in modules if isinstance(m, str))))
+
+    def _keep_filled(self) -> None:
+        from .grading import start_ready  # grading imports this module
+
+        while True:
+            with self._wake:
+                self._wake.wait_for(lambda: self._closed or len(self._ready) < self.size, timeout=IDLE_LIFETIME / 2)
+                if self._closed:
+                    return
+                expired = [r for r in self._ready if r.sandbox.deadline - time.monotonic() < IDLE_LIFETIME / 2]
+                for ready in expired:
+                    self._ready.remove(ready)
+                if len(self._ready) >= self.size:
+                    continue
+            for ready in expired:
+                ready.close()
+            try:
+                ready = start_ready(self.assignment, self.limits, time.monotonic() + IDLE_LIFETIME, self.preload)
+            except Exception as e:  # the grading that would have taken it starts its own and reports why
+                log.warning("could not start a sandbox ahead: %s", e)
+                time.sleep(1)  # not a hot loop while sandboxes cannot start
+                continue
+            with self._wake:
+                if not self._closed:
+                    self._ready.append(ready)
+                    ready = None
+            if ready is not None:
+                ready.close()
+
+    def close(self) -> None:
+        """Kill the sandboxes waiting here, once the one being started (if any) is ready to be killed."""
+        with self._wake:
+            self._closed, ready = True, list(self._ready)
+            self._ready.clear()
+            self._wake.notify_all()
+        for sandbox in ready:
+            sandbox.close()
+        if self._starter is not threading.current_thread():
+            self._starter.join()
+
+
+_POOLS: dict[tuple, WarmPool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def warm_pool(assignment: Assignment, limits: Limits, size: int) -> WarmPool:
+    """The pool for an assignment (the loaded zip, so a changed zip gets a new one) and its limits."""
+    key = (id(assignment), limits, size)
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+        if pool is None or pool.assignment is not assignment:
+            pool = _POOLS[key] = WarmPool(assignment, limits, size)
+        return pool
+
+
+@atexit.register
+def close_all() -> None:
+    """Kill every sandbox waiting in a pool (they would die with this process anyway)."""
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+    for pool in pools:
+        pool.close()

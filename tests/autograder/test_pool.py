@@ -1,0 +1,63 @@
+"""Sandboxes started ahead (GradeOptions.prestart): each is used by one grading only, starts clean, and
+imports ahead only what changes nothing a notebook can see."""
+
+from __future__ import annotations
+
+import time
+
+from autograder import GradeOptions, grade_submission
+from autograder.assignment import load_assignment
+from autograder.options import Limits
+from autograder.pool import WarmPool
+from tests.autograder.host import sandbox_processes
+
+
+def wait_for_ready(pool: WarmPool):
+    deadline = time.monotonic() + 30
+    while (ready := pool.take()) is None:
+        assert time.monotonic() < deadline, "no sandbox was started ahead"
+        time.sleep(0.05)
+    return ready
+
+
+def test_a_sandbox_started_ahead_is_alive_and_imports_only_harmless_libraries(toy):
+    pool = WarmPool(load_assignment(toy.zip), Limits(), size=1)
+    try:
+        pool.learn(["numpy", "datascience", "os", "pandas"])
+        assert pool.preload == ("numpy", "pandas")  # datascience changes numpy's print options
+        ready = wait_for_ready(pool)
+        ready = ready if "numpy" in _modules(ready) else wait_for_ready(pool)  # the first may predate learn()
+        assert ready.sandbox.proc.poll() is None  # alive after the thread that started it went on
+        assert {"numpy", "pandas"} <= set(_modules(ready)) and "datascience" not in _modules(ready)
+        ready.close()
+    finally:
+        pool.close()
+    assert sandbox_processes() == []
+
+
+def _modules(ready) -> list[str]:
+    from autograder.values import Values
+
+    Values(ready.channel)
+    return ready.channel.request("modules", 5)
+
+
+def test_nothing_of_one_grading_reaches_the_next_through_the_pool(toy):
+    options = GradeOptions(prestart=1, cell_timeout=5, test_timeout=5)
+    leaves = "left_behind = 1\nopen('/tmp/left-behind', 'w').write('x')\n"
+    finds = (
+        "import os\n"
+        "assert 'left_behind' not in globals(), 'a global of the last notebook'\n"
+        "assert not os.path.exists('/tmp/left-behind'), 'a file of the last notebook'\n"
+    )
+    try:
+        first = grade_submission(toy.zip, toy.notebook("pool-first", extra=[(None, leaves)]), options)
+        for i in range(3):  # from the second on, they come from the pool
+            later = grade_submission(toy.zip, toy.notebook(f"pool-later-{i}", extra=[(None, finds)]), options)
+            assert later.cell_errors == [] and later.score == 5.0
+        assert first.score == 5.0
+    finally:
+        from autograder.pool import close_all
+
+        close_all()
+    assert sandbox_processes() == []
