@@ -25,9 +25,9 @@ from autograder.environment import (
     GRADER_OWN,
     EnvironmentBuildError,
     Requirements,
+    _only_grader_provided,
     environment_key,
     lookup,
-    _only_grader_provided,
     prepare,
     requirements_of,
 )
