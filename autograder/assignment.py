@@ -106,6 +106,8 @@ def _load(path: str, mtime_ns: int, size: int) -> Assignment:
         raise AssignmentError(f"cannot read autograder zip {path}: {e}") from None
     if not isinstance(config, dict):
         raise AssignmentError(f"autograder zip {path}: otter_config.json is not an object")
+    if config.get("lang", "python") != "python":
+        raise AssignmentError(f"autograder zip {path} is for {config['lang']!r}: this grader grades Python notebooks")
     if not tests:
         raise AssignmentError(f"autograder zip {path} has no tests/*.py files: is it an Otter autograder zip?")
     assignment = Assignment(config.get("assignment_name"), tests, files, config, path)

@@ -97,18 +97,25 @@ def test_a_notebook_full_of_magics_costs_only_itself(toy, tmp_path):
     assert second["score"] == 5.0
 
 
-def test_an_unusable_zip_still_gives_every_notebook_a_line(toy, tmp_path):
+UNUSABLE_ZIPS = {
+    "test file without OK_FORMAT": ("tests/q1.py", b"name = 'q1'\n", "does not define the global variable 'OK_FORMAT'"),
+    "R assignment": ("otter_config.json", b'{"lang": "r"}', "this grader grades Python notebooks"),
+}
+
+
+@pytest.mark.parametrize("case", UNUSABLE_ZIPS)
+def test_an_unusable_zip_still_gives_every_notebook_a_line(toy, tmp_path, case):
+    member, replacement, reason = UNUSABLE_ZIPS[case]
     broken = tmp_path / "broken-autograder.zip"
     with zipfile.ZipFile(toy.zip) as source, zipfile.ZipFile(broken, "w") as target:
         for item in source.infolist():
-            data = source.read(item)
-            target.writestr(item, b"name = 'q1'\n" if item.filename == "tests/q1.py" else data)
+            target.writestr(item, replacement if item.filename == member else source.read(item))
     paths = [toy.notebook("zip-a"), toy.notebook("zip-b")]
     proc = run(["--autograder", str(broken), *map(str, paths)])
     assert proc.returncode == 1
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [line["submission"] for line in lines] == list(map(str, paths))
-    assert all("does not define the global variable 'OK_FORMAT'" in line["error"] for line in lines)
+    assert all(reason in line["error"] for line in lines)
 
 
 def test_grading_a_plain_assignment_loads_no_heavy_module(tmp_path):
