@@ -6,6 +6,7 @@ import requests
 
 from .ags import NRPS_SCOPE, AgsClient, AgsError
 from .db import Platform
+from .lti import roles
 
 MEMBERSHIP = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
 MAX_PAGES = 50
@@ -32,4 +33,6 @@ def members(ags: AgsClient, platform: Platform, url: str) -> list[dict]:
 
 
 def is_learner(member: dict) -> bool:
-    return any(str(role).endswith("#Learner") for role in member.get("roles", []))
+    """A student of the course, whichever role form the platform sends (Moodle sends "Learner")."""
+    member_roles = member.get("roles")
+    return isinstance(member_roles, list) and roles.is_learner(member_roles)

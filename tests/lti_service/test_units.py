@@ -68,20 +68,33 @@ def test_removing_a_platform_keeps_student_data_unless_asked(services):
         assert session.scalar(select(func.count(Attempt.id))) == 0
 
 
+LIS = "http://purl.imsglobal.org/vocab/lis/v2/"
+
+
 @pytest.mark.parametrize(
-    ("roles", "staff"),
+    ("roles", "staff", "learner"),
     [
-        (["membership#Instructor"], True),
-        (["membership/Instructor#TeachingAssistant"], True),
-        (["membership#Learner", "institution/person#Instructor"], False),
-        (["membership#Learner"], False),
+        ([f"{LIS}membership#Instructor"], True, False),
+        ([f"{LIS}membership/Instructor#TeachingAssistant"], True, False),
+        (["Instructor"], True, False),  # short context role names (Moodle's NRPS)
+        (["ContentDeveloper"], True, False),
+        ([f"{LIS}membership#Learner", f"{LIS}institution/person#Instructor"], False, True),
+        ([f"{LIS}institution/person#Instructor", f"{LIS}system/person#Administrator"], False, False),
+        ([f"{LIS}membership#Learner"], False, True),
+        ([f"{LIS}membership/Learner#NonCreditLearner"], False, True),
+        (["Learner"], False, True),
+        ([f"{LIS}institution/person#Student"], False, False),
+        (["Mentor", "urn:lti:role:ims/lis/Instructor", f"{LIS}membership#Instructorship"], False, False),
     ],
 )
-def test_staff_are_recognised_by_their_role_in_the_course(roles, staff):
+def test_roles_are_read_in_every_form_lti_allows(roles, staff, learner):
+    """Launches (is_staff) and rosters (is_learner) read roles in one place; an institution role gives no
+    course role."""
+    from lti_service.nrps import is_learner
     from lti_service.views.pages import is_staff
 
-    launch = Launch(roles=[f"http://purl.imsglobal.org/vocab/lis/v2/{role}" for role in roles])
-    assert is_staff(launch) is staff
+    assert is_staff(Launch(roles=roles)) is staff
+    assert is_learner({"user_id": "u", "roles": roles}) is learner
 
 
 def test_settings_are_validated():
