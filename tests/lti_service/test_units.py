@@ -111,3 +111,29 @@ def test_migrations_build_exactly_the_models_schema(tmp_path):
     url = f"sqlite:///{tmp_path / 'schema.db'}"
     upgrade(url)
     command.check(alembic_config(url))
+
+
+def test_a_platform_or_deployment_added_elsewhere_is_found_at_once(services):
+    """The CLI adds to the database; a running server's cached directory looks again when it finds nothing."""
+    from lti_service.platforms import PlatformDirectory
+
+    platforms, deployments = PlatformDirectory(services.db), PlatformDirectory(services.db)
+    add_platform(services.db, "https://lms.example", "c1", ["d1"], "a", "t", "j")
+    assert deployments.find("https://lms.example", "c1", "d1") is not None
+    assert [p.issuer for p in platforms.all()] == ["https://lms.example"]  # both directories hold a copy now
+    add_platform(services.db, "https://new.example", "c2", ["d1"], "a", "t", "j")
+    add_platform(services.db, "https://lms.example", "c1", ["d2"], "a", "t", "j")
+    assert platforms.find("https://new.example", "c2").client_id == "c2"
+    assert deployments.find("https://lms.example", "c1", "d2") is not None
+
+
+def test_unknown_issuers_cannot_make_every_lookup_read_the_database(services, monkeypatch):
+    from lti_service import platforms
+
+    directory = platforms.PlatformDirectory(services.db)
+    directory.all()
+    reads = []
+    monkeypatch.setattr(platforms, "list_platforms", lambda db: reads.append(1) or [])
+    for number in range(200):
+        assert directory.find(f"https://unknown-{number}.example", None) is None
+    assert len(reads) == 1  # one re-read per MISS_RELOAD_INTERVAL, however many unknown issuers
