@@ -26,11 +26,15 @@ TOKEN_MARGIN = 30  # seconds before expiry at which a cached token is no longer 
 
 
 class AgsError(Exception):
-    """A failed call to the platform; `retryable` for timeouts, 5xx and 401 (and 409, see post_score)."""
+    """A failed call to the platform; `retryable` for timeouts, 5xx and 401 (and 409, see post_score).
 
-    def __init__(self, message: str, retryable: bool) -> None:
+    `status` is the HTTP status when the platform answered; `reason` says what failed in a few words
+    without the platform's response body (for logs).
+    """
+
+    def __init__(self, message: str, retryable: bool, status: int | None = None, reason: str = "") -> None:
         super().__init__(message)
-        self.retryable = retryable
+        self.retryable, self.status, self.reason = retryable, status, reason or message
 
 
 def scores_url(lineitem_url: str) -> str:
@@ -120,10 +124,13 @@ class AgsClient:
         try:
             response = requests.request(method, url, timeout=self.timeout, **kwargs)
         except requests.RequestException as error:
-            raise AgsError(f"{url}: {type(error).__name__}", retryable=True) from None
+            raise AgsError(f"{url}: {type(error).__name__}", retryable=True, reason=type(error).__name__) from None
         if response.status_code >= 400:
             retryable = response.status_code >= 500 or response.status_code in (401, 409, 429)
-            raise AgsError(f"{url}: HTTP {response.status_code} {response.text[:200]}", retryable=retryable)
+            raise AgsError(
+                f"{url}: HTTP {response.status_code} {response.text[:200]}", retryable=retryable,
+                status=response.status_code, reason=f"HTTP {response.status_code} {response.reason}",
+            )  # fmt: skip
         try:
             body = response.json() if response.content else {}
         except ValueError:
