@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from .config import Config
 from .logs import configure_logging
+from .lti.canvas import HOSTED_CANVAS
 from .platforms import add_platform, list_platforms, remove_platform
 from .services import Services
 
@@ -30,12 +31,15 @@ def _parser() -> argparse.ArgumentParser:
         dest="action", required=True
     )
     add = platform.add_parser("add", help="register a platform (or add a deployment to one)")
-    add.add_argument("--issuer", required=True)
+    add.add_argument(
+        "--canvas", choices=sorted(HOSTED_CANVAS), help="hosted Canvas: fills in the issuer and the three URLs"
+    )
+    add.add_argument("--issuer")
     add.add_argument("--client-id", required=True)
     add.add_argument("--deployment-id", action="append", required=True, help="repeat for several deployments")
-    add.add_argument("--auth-url", required=True, help="the platform's OIDC authorization endpoint")
-    add.add_argument("--token-url", required=True, help="the platform's OAuth2 token endpoint")
-    add.add_argument("--jwks-url", required=True, help="the platform's public keyset URL")
+    add.add_argument("--auth-url", help="the platform's OIDC authorization endpoint")
+    add.add_argument("--token-url", help="the platform's OAuth2 token endpoint")
+    add.add_argument("--jwks-url", help="the platform's public keyset URL")
     add.add_argument("--name", default="")
     platform.add_parser("list", help="list registered platforms")
     remove = platform.add_parser("remove", help="remove a platform by its id (see list)")
@@ -54,7 +58,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "platform" and args.action == "add":
+        _platform_endpoints(parser, args)
     configure_logging()
     config = Config()
     services = Services.from_config(config)
@@ -102,6 +109,20 @@ def run_worker(services: Services, workers: int) -> int:
 
     build_queue(services).consumer(workers).run()
     return 0
+
+
+def _platform_endpoints(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--canvas fills in what the other options leave out; without it all four are needed."""
+    if args.canvas:
+        hosted = HOSTED_CANVAS[args.canvas]
+        args.issuer = args.issuer or hosted.issuer
+        args.auth_url = args.auth_url or hosted.auth_login_url
+        args.token_url = args.token_url or hosted.auth_token_url
+        args.jwks_url = args.jwks_url or hosted.key_set_url
+    missing = [f"--{name.replace('_', '-')}" for name in ("issuer", "auth_url", "token_url", "jwks_url")
+               if not getattr(args, name)]  # fmt: skip
+    if missing:
+        parser.error(f"platform add needs {', '.join(missing)} (or --canvas for hosted Canvas)")
 
 
 def manage_platforms(services: Services, args: argparse.Namespace) -> int:
