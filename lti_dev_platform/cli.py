@@ -24,6 +24,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     serve.add_argument("--deployment-id", default="1")
     serve.add_argument("--dynamic", action="store_true", help="no pre-registered tool: use dynamic registration")
     serve.add_argument("--test-hooks", action="store_true", help="serve the /_test/ routes")
+    serve.add_argument(
+        "--no-platform-storage", action="store_true", help="offer no LTI platform storage (as Moodle; Canvas does)"
+    )
+    serve.add_argument(
+        "--short-nrps-roles", action="store_true", help='roster roles as Moodle 4.5 sends them ("Learner")'
+    )
     return parser.parse_args(argv)
 
 
@@ -57,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         deployment_id=args.deployment_id,
         preregistered=not args.dynamic,
         test_hooks=args.test_hooks,
+        storage_target=None if args.no_platform_storage else PlatformSettings.storage_target,
+        short_nrps_roles=args.short_nrps_roles,
     )
     app = create_app(settings)
     server = create_server(app, sockets=[sock], threads=8, ident="lti-dev-platform")
