@@ -59,6 +59,11 @@ class DatabaseLaunchDataStorage(LaunchDataStorage[t.Any]):
             )
             return result.rowcount == 1
 
+    def take(self, key: str) -> t.Any:
+        """A live key's value, deleted as it is read: for exactly one caller, however many race."""
+        value = self.get_value(key)
+        return value if value is not None and self.consume(key) else None
+
     def purge_expired(self) -> int:
         with self.db.session() as session:
             return session.execute(delete(KeyValue).where(KeyValue.expires_at <= utcnow())).rowcount
