@@ -21,7 +21,6 @@ from ..passback import counting_attempt
 from . import queue, services
 
 bp = Blueprint("pages", __name__, url_prefix="/a")
-LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
 PASSBACK_LABELS = {"sent": "sent to the gradebook", "pending": "pending", "failed": "failed"}
 UNSETTLED = ("pending", "failed, will retry")  # the page keeps watching an attempt while its grade travels
@@ -73,7 +72,6 @@ def assignment_page(launch: Launch, error: str | None = None) -> str:
         launch=launch,
         title=services().config.assignment_title,
         points=services().assignment_points(),
-        due_at=launch.claims.get(LTI + "custom", {}).get("due_at"),
         rules=rules,
         attempts=attempt_rows(launch, rules),
         csrf_token=csrf_token(launch),
