@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import jwt
 import requests
@@ -19,9 +19,12 @@ from .db import Platform
 from .keys import KeyStore
 
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 LINEITEM_READ_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly"
 NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 SCORE_CONTENT_TYPE = "application/vnd.ims.lis.v1.score+json"
+LINEITEM_CONTENT_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
+LINEITEMS_CONTENT_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
 TOKEN_MARGIN = 30  # seconds before expiry at which a cached token is no longer used
 
 
@@ -42,6 +45,12 @@ def scores_url(lineitem_url: str) -> str:
     (`.../lineitem?type_id=1`): `/scores` goes on the path, before the query."""
     parts = urlsplit(lineitem_url)
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/scores"))
+
+
+def with_query(url: str, **params: str) -> str:
+    """The URL with more query parameters (a platform's URL may already carry some, as Moodle's do)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(query="&".join(filter(None, [parts.query, urlencode(params)]))))
 
 
 @dataclass
@@ -110,6 +119,19 @@ class AgsClient:
             return None
         return float(maximum) if isinstance(maximum, int | float) and maximum > 0 else None
 
+    def link_lineitems(self, platform: Platform, lineitems_url: str, resource_link_id: str) -> list[dict]:
+        """The line items the platform holds for a resource link."""
+        token = self.access_token(platform, [LINEITEM_SCOPE])
+        headers = {"Authorization": f"Bearer {token}", "Accept": LINEITEMS_CONTENT_TYPE}
+        url = with_query(lineitems_url, resource_link_id=resource_link_id)
+        return [item for item in self._call("get", url, expect=list, headers=headers) if isinstance(item, dict)]
+
+    def create_lineitem(self, platform: Platform, lineitems_url: str, lineitem: dict) -> dict:
+        """Create a line item (a gradebook column); the platform's copy, with its URL as "id"."""
+        token = self.access_token(platform, [LINEITEM_SCOPE])
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": LINEITEM_CONTENT_TYPE}
+        return self._call("post", lineitems_url, json=lineitem, headers={**headers, "Accept": LINEITEM_CONTENT_TYPE})
+
     def post_score(self, platform: Platform, lineitem_url: str, score: dict) -> None:
         token = self.access_token(platform, [LINEITEM_READ_SCOPE, SCORE_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Content-Type": SCORE_CONTENT_TYPE}
@@ -120,7 +142,8 @@ class AgsClient:
                 self.forget_token(platform)
             raise
 
-    def _call(self, method: str, url: str, **kwargs) -> dict:
+    def _call(self, method: str, url: str, expect: type = dict, **kwargs):
+        """The JSON body of the platform's answer (an empty `expect` when it is not one)."""
         try:
             response = requests.request(method, url, timeout=self.timeout, **kwargs)
         except requests.RequestException as error:
@@ -135,4 +158,4 @@ class AgsClient:
             body = response.json() if response.content else {}
         except ValueError:
             body = {}
-        return body if isinstance(body, dict) else {}
+        return body if isinstance(body, expect) else expect()

@@ -15,6 +15,7 @@ from autograder import GradeOptions, SandboxUnavailable, grade_submission
 
 from .db import Attempt, utcnow
 from .link_settings import link_key, rules_for
+from .lti.lineitems import link_lineitem
 from .services import Services
 
 
@@ -37,10 +38,9 @@ def create_attempt(services: Services, launch, filename: str, data: bytes) -> tu
     rules = rules_for(services, launch)
     if rules.refusal:
         raise SubmissionRefused(rules.refusal)
-    ags = launch.claims.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint", {})
     with services.db.session() as session:
         attempt = Attempt(**key, filename=filename[:300], notebook=data, sha256=digest, user_name=launch.user_name)
-        attempt.lineitem_url, attempt.late_penalty = ags.get("lineitem"), rules.late_penalty
+        attempt.lineitem_url, attempt.late_penalty = link_lineitem(services, launch), rules.late_penalty
         session.add(attempt)
     return attempt, True
 

@@ -12,12 +12,12 @@ from urllib.parse import urlsplit
 
 import requests
 
-from ..ags import LINEITEM_READ_SCOPE, NRPS_SCOPE, SCORE_SCOPE
+from ..ags import LINEITEM_READ_SCOPE, LINEITEM_SCOPE, NRPS_SCOPE, SCORE_SCOPE
 
 LTI_PLATFORM = "https://purl.imsglobal.org/spec/lti-platform-configuration"
 LTI_TOOL = "https://purl.imsglobal.org/spec/lti-tool-configuration"
 SCOPES = [
-    "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+    LINEITEM_SCOPE,
     LINEITEM_READ_SCOPE,
     "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly",
     SCORE_SCOPE,

@@ -12,10 +12,11 @@ from ..db import Launch, utcnow
 from ..lti.cookies import set_state_cookie, state_cookie
 from ..lti.errors import LaunchError
 from ..lti.launch import CookiesBlocked, PlatformStorageCheck
+from ..lti.lineitems import ensure_column
 from ..lti.login import LOGIN_LIFETIME, Login
 from ..lti.registration import RegistrationError, ToolUrls, register
 from ..platforms import add_platform
-from . import services
+from . import queue, services
 
 bp = Blueprint("lti", __name__, url_prefix="/lti")
 log = logging.getLogger("lti_service.lti")
@@ -123,6 +124,8 @@ def _open(claims: dict) -> str:
     log.info("launch", extra={"event": "launch", "launch": record.id[:8], "type": record.message_type})
     if record.message_type == "LtiDeepLinkingRequest":
         return url_for("pages.deep_link", launch_id=record.id)
+    for passback_id in ensure_column(services(), record):
+        queue().send_score(passback_id)
     return url_for("pages.assignment", launch_id=record.id)
 
 

@@ -16,6 +16,7 @@ from ..db import Attempt, Launch, Passback, Platform, utcnow
 from ..grading import SubmissionRefused, create_attempt
 from ..link_settings import SubmissionRules, rules_for
 from ..lti.deep_linking import presentation_target, resource_link_item, response_jwt
+from ..lti.lineitems import gradebook_problem
 from ..lti.roles import is_course_staff
 from ..passback import counting_attempt
 from . import queue, services
@@ -77,6 +78,7 @@ def assignment_page(launch: Launch, error: str | None = None) -> str:
         csrf_token=csrf_token(launch),
         max_mb=services().config.max_upload_bytes / 1024 / 1024,
         staff=is_staff(launch),
+        gradebook_problem=gradebook_problem(services(), launch),
         error=error,
     )
 
