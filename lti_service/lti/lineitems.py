@@ -26,7 +26,8 @@ from ..services import Services
 log = logging.getLogger("lti_service.lineitems")
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 TAG = "decode-grader"
-CLAIM = dt.timedelta(seconds=60)  # a launch finding or creating the column holds the link this long
+CLAIM = dt.timedelta(seconds=60)  # a launch finding or creating the column holds the link this long;
+# after a failure, launches wait as long before they ask the platform again
 
 # Why scores cannot reach the gradebook: what happened (for everyone), what an administrator can do (for staff).
 PROBLEMS = {
@@ -49,7 +50,7 @@ PROBLEMS = {
     "column_pending": (
         "The gradebook column for this assignment could not be created yet; scores are kept here and sent "
         "once it exists.",
-        "The tool tries again at the next launch of this link.",
+        "The tool tries again at a later launch of this link (at most once a minute).",
     ),
 }
 
@@ -124,7 +125,7 @@ def ensure_column(services: Services, launch: Launch) -> list[int]:
             extra={"event": "lineitem_failed", "platform": platform.issuer, "status": error.status,
                    "reason": error.reason[:200]},
         )  # fmt: skip
-        _settle(services, key, claimed_until=utcnow(), last_error=str(error)[:1000])
+        _settle(services, key, claimed_until=utcnow() + CLAIM, last_error=str(error)[:1000])  # retry later
         return []
     return _adopt(services, key, url)
 

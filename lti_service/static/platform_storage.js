@@ -69,7 +69,7 @@ async function putState(box) {
 async function checkState(box) {
   const answer = await ask(box, { subject: "lti.get_data", key: box.dataset.key });
   if (answer.value !== box.dataset.value) throw new Error("this browser did not start this login");
-  const response = await fetch(box.dataset.verify, {
+  const response = await fetch(box.dataset.next, {
     method: "POST",
     headers: { "X-LTI-Storage-Check": "1" },
     body: new URLSearchParams({ state: box.dataset.value }),

@@ -63,7 +63,8 @@ def login_continue():
     window_url = url_for("lti.login_window", state=login.state)
     if login.storage_target:
         next_url = url_for("lti.login_continue", state=login.state, stored=1)
-        return render_template("login_storage.html", login=login, next_url=next_url, window_url=window_url)
+        return render_template("platform_storage.html", action="put", login=login, next_url=next_url,
+                               window_url=window_url)  # fmt: skip
     return render_template("new_window.html", window_url=window_url)
 
 
@@ -98,8 +99,8 @@ def launch():
     try:
         claims = services().launches.validated_claims()
     except PlatformStorageCheck as check:
-        verify_url = url_for("lti.launch_verify")
-        return render_template("launch_storage.html", login=check.login, verify_url=verify_url)
+        next_url = url_for("lti.launch_verify")
+        return render_template("platform_storage.html", action="check", login=check.login, next_url=next_url)
     except CookiesBlocked:
         return render_template("message.html", heading="The assignment cannot open here", message=COOKIE_LOST), 400
     return redirect(_open(claims), 303)

@@ -225,10 +225,11 @@ def test_a_launch_from_another_browsers_login_is_not_opened(lms, frame_cookies_b
     """Login CSRF: an authentic id_token and state from someone else's login, posted into this browser's
     course page, are checked against this browser's platform storage, which does not hold that state."""
     attacker = requests.Session()  # keeps no cookie for the tool (plain HTTP), so the login uses storage
-    login_url = parse_page(attacker.get(course_launch(lms, "student-ada", resource_link="decode-e2e-csrf"))).iframes[0]
-    storage_page = attacker.get(login_url).text
+    course_page = attacker.get(course_launch(lms, "student-ada", resource_link="decode-e2e-csrf"), timeout=10)
+    storage_page = attacker.get(parse_page(course_page).iframes[0], timeout=10).text
     next_url = storage_page.split('data-next="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
-    (answer,) = [f for f in parse_page(attacker.get(urljoin(lms.tool.url, next_url))).forms if "id_token" in f.fields]
+    platform_answer = attacker.get(urljoin(lms.tool.url, next_url), timeout=10)
+    (answer,) = [form for form in parse_page(platform_answer).forms if "id_token" in form.fields]
 
     page = frame_cookies_blocked_browser.new_page()
     try:

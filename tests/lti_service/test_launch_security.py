@@ -246,7 +246,7 @@ def test_platform_storage_stands_in_for_the_cookie(setup):
     assert launch.status_code == 200 and 'data-action="check"' in launch.text  # not opened yet
     check = data_attributes(launch.text)
     assert (check["key"], check["value"], check["origin"]) == (f"state-{state}", state, platform.issuer)
-    verify = urljoin(tool.url, check["verify"])
+    verify = urljoin(tool.url, check["next"])
     assert iframe.post(verify, data={"state": state}).status_code == 403  # a form from anywhere: refused
     cross_site = {"X-LTI-Storage-Check": "1", "Sec-Fetch-Site": "cross-site"}
     assert iframe.post(verify, data={"state": state}, headers=cross_site).status_code == 403
