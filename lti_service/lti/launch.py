@@ -1,6 +1,7 @@
 """Validating an LTI 1.3 launch with pylti1p3, with its known defects fixed in one place.
 
-- A replayed id_token is rejected: the nonce is consumed atomically (once, after the signature checks).
+- A replayed id_token is rejected: its login (with the nonce) is consumed atomically, once, after the
+  signature checks.
 - The audience must contain our client id (pylti1p3 only compares aud[0]); several audiences need azp.
 - Up to CLOCK_SKEW seconds of platform clock drift is tolerated (pylti1p3 has no leeway).
 - Platform keys are cached per JWKS URL and refetched once (rate-limited) on an unknown kid, so a
@@ -128,8 +129,8 @@ class ToolMessageLaunch(FlaskMessageLaunch):
         if not state:
             raise LaunchError("missing_state")
         self.login = self._logins.get(state)
-        if self.login is None:
-            raise LaunchError("login_expired")
+        if self.login is None:  # never ours, expired, or its launch already accepted
+            raise LaunchError("replayed_nonce")
         cookie = state_cookie(state)
         if cookie is None and self.login.storage_target:
             self.needs_storage_check = True
@@ -146,8 +147,9 @@ class ToolMessageLaunch(FlaskMessageLaunch):
         return body.get("azp") or (aud[0] if isinstance(aud, list) and aud else aud)
 
     def validate_nonce(self) -> ToolMessageLaunch:
+        """The token's nonce is its login's, and the login is used once (the only write of a launch check)."""
         nonce = self._get_jwt_body().get("nonce")
-        if not nonce or nonce != self.login.nonce or not self._storage.consume(f"lti1p3-nonce-{nonce}"):
+        if not nonce or nonce != self.login.nonce or not self._logins.finish(self.login):
             raise LaunchError("replayed_nonce")
         return self
 

@@ -82,7 +82,7 @@ class Logins:
         self.storage, self.tool_conf = storage, tool_conf
 
     def start(self, values: Mapping[str, str], new_window: bool = False) -> Login:
-        """Check the platform's login initiation and remember the login (state, nonce, a one-time ticket)."""
+        """Check the platform's login initiation and remember the login (with its nonce) and a one-time ticket."""
         params = {name: str(values[name]) for name in LOGIN_PARAMS if values.get(name)}
         if "iss" not in params or "login_hint" not in params:
             raise LaunchError("login_invalid", "the login initiation lacks iss or login_hint")
@@ -102,7 +102,6 @@ class Logins:
             new_window=new_window,
         )
         self.storage.set_value(f"lti1p3-login-{login.state}", asdict(login), exp=LOGIN_LIFETIME)
-        self.storage.set_value(f"lti1p3-nonce-{login.nonce}", True, exp=LOGIN_LIFETIME)
         self.storage.set_value(f"lti1p3-ticket-{login.state}", True, exp=LOGIN_LIFETIME)
         return login
 
@@ -113,3 +112,7 @@ class Logins:
     def take_ticket(self, login: Login) -> bool:
         """True once per login: the platform's hint goes to the platform at most once."""
         return self.storage.consume(f"lti1p3-ticket-{login.state}")
+
+    def finish(self, login: Login) -> bool:
+        """True once per login: its launch is accepted once (the nonce is used once)."""
+        return self.storage.consume(f"lti1p3-login-{login.state}")

@@ -184,7 +184,7 @@ def test_a_login_with_an_unknown_or_used_state_is_refused(setup):
     assert_refused(tool, requests.get(f"{tool.url}/lti/login/continue", params={"state": "forged"}), "login_expired")
     session, state, nonce = login(tool, platform)
     assert_refused(tool, session.get(f"{tool.url}/lti/login/continue", params={"state": state}), "login_expired")
-    assert_refused(tool, post_launch(tool, session, "forged", platform.token(nonce, tool.url)), "login_expired")
+    assert_refused(tool, post_launch(tool, session, "forged", platform.token(nonce, tool.url)), "replayed_nonce")
 
 
 def test_a_launch_must_carry_its_own_logins_nonce(setup):
