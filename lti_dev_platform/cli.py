@@ -23,6 +23,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     serve.add_argument("--client-id", default="decode-grader-dev")
     serve.add_argument("--deployment-id", default="1")
     serve.add_argument("--dynamic", action="store_true", help="no pre-registered tool: use dynamic registration")
+    serve.add_argument("--tool-register-url", help="with --dynamic: the tool registration URL to open")
     serve.add_argument("--test-hooks", action="store_true", help="serve the /_test/ routes")
     serve.add_argument(
         "--no-platform-storage", action="store_true", help="offer no LTI platform storage (as Moodle; Canvas does)"
@@ -46,7 +47,8 @@ def startup_text(settings: PlatformSettings, client_id: str | None, deployment_i
         f"  Platform JWKS URL:     {s.url('/.well-known/jwks.json')}",
         f"  OpenID configuration:  {s.url('/.well-known/openid-configuration')}",
         f"  Tool login / launch:   {s.tool_login_url} / {s.tool_launch_url}",
-        f"  Tool JWKS / register:  {s.tool_jwks_url} / {s.tool_register_url}",
+        f"  Tool JWKS:             {s.tool_jwks_url}",
+        f"  Dynamic registration:  {s.url('/register/start')}",
         f"Open {s.url('/')} to launch the tool.",
     ]
     return "\n".join(lines)
@@ -65,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         test_hooks=args.test_hooks,
         storage_target=None if args.no_platform_storage else PlatformSettings.storage_target,
         short_nrps_roles=args.short_nrps_roles,
+        tool_register_url=args.tool_register_url,
     )
     app = create_app(settings)
     server = create_server(app, sockets=[sock], threads=8, ident="lti-dev-platform")

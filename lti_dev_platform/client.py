@@ -193,9 +193,11 @@ def deep_link(
     raise BrowserError(f"expected a form posting JWT to {return_url}: {_describe(resp)}")
 
 
-def register(base_url: str, session: requests.Session) -> requests.Response:
-    """Start dynamic registration and load the tool's registration page (the tool then calls the platform)."""
-    page_resp = session.get(f"{base_url.rstrip('/')}/register/start", timeout=TIMEOUT)
+def register(base_url: str, session: requests.Session, tool_registration_url: str) -> requests.Response:
+    """Start dynamic registration with the tool's registration URL (as an admin pastes it into the LMS) and
+    load the tool's registration page (the tool then calls the platform)."""
+    start = f"{base_url.rstrip('/')}/register/start?{urlencode({'url': tool_registration_url})}"
+    page_resp = session.get(start, timeout=TIMEOUT)
     iframes = parse_page(page_resp).iframes if page_resp.status_code == 200 else []
     if not iframes:
         raise BrowserError(f"expected the registration page with the tool's iframe: {_describe(page_resp)}")

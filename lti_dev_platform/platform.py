@@ -31,15 +31,20 @@ class Platform:
     def _type_query(self, tool: Tool | None) -> str:
         return "?" + urlencode({"type_id": tool.type_id if tool else 0})
 
+    def _service_url(self, path: str) -> str:
+        """Where launches say the services are: here, unless a test moved them (as Canvas serves them from
+        the school's domain, not its issuer's)."""
+        return (self.state.service_base_url or self.settings.base_url) + path
+
     # Moodle-like AGS URLs: the query string carries the tool type, so a tool must add `/scores` to the path.
     def lineitems_url(self, context_id: str, tool: Tool | None) -> str:
-        return self.settings.url(f"/ags/{context_id}/lineitems") + self._type_query(tool)
+        return self._service_url(f"/ags/{context_id}/lineitems") + self._type_query(tool)
 
     def lineitem_url(self, context_id: str, item_id: str, tool: Tool | None) -> str:
-        return self.settings.url(f"/ags/{context_id}/lineitems/{item_id}/lineitem") + self._type_query(tool)
+        return self._service_url(f"/ags/{context_id}/lineitems/{item_id}/lineitem") + self._type_query(tool)
 
     def memberships_url(self, context_id: str) -> str:
-        return self.settings.url(f"/nrps/{context_id}/memberships")
+        return self._service_url(f"/nrps/{context_id}/memberships")
 
 
 def platform() -> Platform:

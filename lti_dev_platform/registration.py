@@ -24,10 +24,14 @@ CLAIMS = ["iss", "sub", "aud", "name", "given_name", "family_name", "email", "no
 
 @bp.get("/register/start")
 def start() -> str:
-    """A one-time registration token and the tool's registration page in an iframe."""
+    """Like Moodle's "Tool URL" field: the admin gives the tool's registration URL (`url`, or the one in
+    the settings), and the platform opens it with its configuration URL and a one-time token."""
     p = platform()
+    tool_url = request.args.get("url") or p.settings.tool_register_url
+    if not tool_url:
+        return render_template("register_start.html", heading="Register a tool", register_url=None)
     register_url = add_query(
-        p.settings.tool_register_url or "",
+        tool_url,
         {
             "openid_configuration": p.settings.url("/.well-known/openid-configuration"),
             "registration_token": p.state.new_registration_token(),

@@ -18,6 +18,8 @@ class PlatformSettings:
     platform storage, like Moodle). ``short_nrps_roles`` sends roster roles as Moodle 4.5 does ("Learner").
     ``tool_custom`` are the tool's custom fields as an administrator entered them (Canvas's developer key),
     with Canvas's variable substitution. ``lineitems_delay`` slows line item creation (tests of races).
+    ``tool_register_url`` is the tool's dynamic registration URL (the Decode tool's is a single-use invite
+    from ``python -m lti_service platform invite``); without it ``/register/start`` asks for one.
     """
 
     base_url: str
@@ -43,7 +45,6 @@ class PlatformSettings:
         self.tool_login_url = self.tool_login_url or f"{self.tool_url}/lti/login"
         self.tool_launch_url = self.tool_launch_url or f"{self.tool_url}/lti/launch"
         self.tool_jwks_url = self.tool_jwks_url or f"{self.tool_url}/lti/jwks.json"
-        self.tool_register_url = self.tool_register_url or f"{self.tool_url}/lti/register"
 
     @property
     def issuer(self) -> str:

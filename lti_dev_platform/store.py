@@ -168,6 +168,7 @@ class PlatformState:
             self.deep_link_data: dict[str, dict[str, str]] = {}
             self.next_line_item = 1
             self.next_resource_link = 1
+            self.service_base_url: str | None = None
             self.course(DEFAULT_CONTEXT)
             self.resource_link(DEFAULT_CONTEXT, DEFAULT_RESOURCE_LINK)
 

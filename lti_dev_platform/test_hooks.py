@@ -103,3 +103,13 @@ def config() -> Response:
     for name, value in body.items():
         setattr(settings, name, value)
     return jsonify({name: getattr(settings, name) for name in CONFIGURABLE})
+
+
+@bp.post("/service-base")
+def service_base() -> Response:
+    """Send launches whose AGS and NRPS URLs point at another base URL (null: back to this platform)."""
+    body: dict[str, t.Any] = request.get_json(force=True, silent=True) or {}
+    p = platform()
+    with p.state.lock:
+        p.state.service_base_url = body.get("url") or None
+        return jsonify({"url": p.state.service_base_url})

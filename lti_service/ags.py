@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import jwt
-import requests
 
 from .db import Platform
 from .keys import KeyStore
+from .lti.outbound import OutboundError, fetch, platform_origins
 
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
@@ -103,7 +103,7 @@ class AgsClient:
             "client_assertion": assertion,
             "scope": " ".join(scopes),
         }
-        body = self._call("post", platform.auth_token_url, data=form)
+        body = self._call(platform, "post", platform.auth_token_url, data=form)
         if not isinstance(body.get("access_token"), str):
             raise AgsError("the platform's token endpoint returned no access_token", retryable=True)
         expires_in = body.get("expires_in", 3600)
@@ -114,7 +114,7 @@ class AgsClient:
         token = self.access_token(platform, [LINEITEM_READ_SCOPE, SCORE_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.ims.lis.v2.lineitem+json"}
         try:
-            maximum = self._call("get", lineitem_url, headers=headers).get("scoreMaximum")
+            maximum = self._call(platform, "get", lineitem_url, headers=headers).get("scoreMaximum")
         except AgsError:
             return None
         return float(maximum) if isinstance(maximum, int | float) and maximum > 0 else None
@@ -124,38 +124,35 @@ class AgsClient:
         token = self.access_token(platform, [LINEITEM_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Accept": LINEITEMS_CONTENT_TYPE}
         url = with_query(lineitems_url, resource_link_id=resource_link_id)
-        return [item for item in self._call("get", url, expect=list, headers=headers) if isinstance(item, dict)]
+        items = self._call(platform, "get", url, expect=list, headers=headers)
+        return [item for item in items if isinstance(item, dict)]
 
     def create_lineitem(self, platform: Platform, lineitems_url: str, lineitem: dict) -> dict:
         """Create a line item (a gradebook column); the platform's copy, with its URL as "id"."""
         token = self.access_token(platform, [LINEITEM_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Content-Type": LINEITEM_CONTENT_TYPE}
-        return self._call("post", lineitems_url, json=lineitem, headers={**headers, "Accept": LINEITEM_CONTENT_TYPE})
+        headers["Accept"] = LINEITEM_CONTENT_TYPE
+        return self._call(platform, "post", lineitems_url, json=lineitem, headers=headers)
 
     def post_score(self, platform: Platform, lineitem_url: str, score: dict) -> None:
         token = self.access_token(platform, [LINEITEM_READ_SCOPE, SCORE_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Content-Type": SCORE_CONTENT_TYPE}
         try:
-            self._call("post", scores_url(lineitem_url), json=score, headers=headers)
+            self._call(platform, "post", scores_url(lineitem_url), json=score, headers=headers)
         except AgsError as error:
             if "HTTP 401" in str(error):
                 self.forget_token(platform)
             raise
 
-    def _call(self, method: str, url: str, expect: type = dict, **kwargs):
-        """The JSON body of the platform's answer (an empty `expect` when it is not one)."""
+    def _call(self, platform: Platform, method: str, url: str, expect: type = dict, **kwargs):
+        """A request to one of the platform's origins; its JSON body (an empty `expect` when it is not one).
+        AgsError with a short reason (the platform's answer body is never kept: it could reach the dashboard)."""
         try:
-            response = requests.request(method, url, timeout=self.timeout, **kwargs)
-        except requests.RequestException as error:
-            raise AgsError(f"{url}: {type(error).__name__}", retryable=True, reason=type(error).__name__) from None
-        if response.status_code >= 400:
-            retryable = response.status_code >= 500 or response.status_code in (401, 409, 429)
-            raise AgsError(
-                f"{url}: HTTP {response.status_code} {response.text[:200]}", retryable=retryable,
-                status=response.status_code, reason=f"HTTP {response.status_code} {response.reason}",
-            )  # fmt: skip
-        try:
-            body = response.json() if response.content else {}
-        except ValueError:
-            body = {}
+            reply = fetch(method, url, origins=platform_origins(platform), timeout=self.timeout, **kwargs)
+        except OutboundError as error:
+            raise AgsError(f"{url}: {error.reason}", retryable=error.retryable, reason=error.reason) from None
+        if reply.status >= 400:
+            retryable = reply.status >= 500 or reply.status in (401, 409, 429)
+            raise AgsError(f"{url}: HTTP {reply.status}", retryable, status=reply.status, reason=f"HTTP {reply.status}")
+        body = reply.json()
         return body if isinstance(body, expect) else expect()

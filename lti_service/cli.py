@@ -1,4 +1,5 @@
-"""`python -m lti_service ...`: serve, worker, platform add/list/remove, keys rotate/list/remove, db upgrade."""
+"""`python -m lti_service ...`: serve, worker, platform add/update/invite/list/remove, keys rotate/list/remove,
+db upgrade."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from collections.abc import Sequence
 
 from .config import Config
 from .logs import configure_logging
+from .lti import invites
 from .lti.canvas import HOSTED_CANVAS
-from .platforms import add_platform, list_platforms, remove_platform
+from .lti.outbound import origin
+from .lti.registration import CANVAS_SERVICES
+from .platforms import add_platform, list_platforms, remove_platform, update_platform
 from .services import Services
 
 
@@ -30,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     platform = sub.add_parser("platform", help="manage registered platforms").add_subparsers(
         dest="action", required=True
     )
-    add = platform.add_parser("add", help="register a platform (or add a deployment to one)")
+    add = platform.add_parser("add", help="register a platform (or add a deployment to a registered one)")
     add.add_argument(
         "--canvas", choices=sorted(HOSTED_CANVAS), help="hosted Canvas: fills in the issuer and the three URLs"
     )
@@ -41,6 +45,21 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--token-url", help="the platform's OAuth2 token endpoint")
     add.add_argument("--jwks-url", help="the platform's public keyset URL")
     add.add_argument("--name", default="")
+    update = platform.add_parser("update", help="change a registered platform's URLs, name or service origins")
+    update.add_argument("id", type=int)
+    update.add_argument("--auth-url", dest="auth_login_url")
+    update.add_argument("--token-url", dest="auth_token_url")
+    update.add_argument("--jwks-url", dest="key_set_url")
+    update.add_argument("--name")
+    update.add_argument(
+        "--service-origin", dest="service_origins", action="append",
+        help="https://host[:port] where the platform also serves line items and rosters (Canvas: your Canvas's "
+        "address); repeat for several; replaces the list",
+    )  # fmt: skip
+    invite = platform.add_parser("invite", help="print a single-use URL for LTI Dynamic Registration")
+    invite.add_argument("--expires", default="1h", help="how long it stays valid: 30m, 1h, 2d (default 1h)")
+    invite.add_argument("--name", default="", help="name of the platform it will register")
+    invite.add_argument("--url", help="the tool's public address (default PUBLIC_URL)")
     platform.add_parser("list", help="list registered platforms")
     remove = platform.add_parser("remove", help="remove a platform by its id (see list)")
     remove.add_argument("id", type=int)
@@ -126,26 +145,67 @@ def _platform_endpoints(parser: argparse.ArgumentParser, args: argparse.Namespac
 
 
 def manage_platforms(services: Services, args: argparse.Namespace) -> int:
-    if args.action == "add":
-        platform = add_platform(
-            services.db, args.issuer, args.client_id, args.deployment_id, args.auth_url, args.token_url,
-            args.jwks_url, args.name,
-        )  # fmt: skip
-        deployments = ", ".join(platform.deployment_ids)
-        print(f"platform {platform.id}: {platform.issuer} client {platform.client_id} deployments {deployments}")
-    elif args.action == "list":
-        for p in list_platforms(services.db):
-            print(f"{p.id}\t{p.issuer}\tclient={p.client_id}\tdeployments={','.join(p.deployment_ids)}\t{p.name}")
-    else:
-        try:
-            removed = remove_platform(services.db, args.id, args.delete_data)
-        except ValueError as error:
-            print(f"platform {args.id} kept: {error}", file=sys.stderr)
-            return 1
-        if not removed:
-            print(f"no platform with id {args.id}", file=sys.stderr)
-            return 1
+    try:
+        return PLATFORM_ACTIONS[args.action](services, args)
+    except ValueError as error:  # a conflict, an unknown id, a bad duration or URL: the message says what to do
+        print(str(error), file=sys.stderr)
+        return 1
+
+
+def _add(services: Services, args: argparse.Namespace) -> int:
+    platform = add_platform(
+        services.db, args.issuer, args.client_id, args.deployment_id, args.auth_url, args.token_url,
+        args.jwks_url, args.name,
+    )  # fmt: skip
+    deployments = ", ".join(platform.deployment_ids)
+    print(f"platform {platform.id}: {platform.issuer} client {platform.client_id} deployments {deployments}")
+    if args.canvas and not platform.service_origins:
+        print(CANVAS_SERVICES.format(id=platform.id))
     return 0
+
+
+def _update(services: Services, args: argparse.Namespace) -> int:
+    fields = ("auth_login_url", "auth_token_url", "key_set_url", "name", "service_origins")
+    changes = {name: getattr(args, name) for name in fields if getattr(args, name) is not None}
+    urls = [changes[name] for name in fields[:3] if name in changes] + changes.get("service_origins", [])
+    if not_urls := [url for url in urls if origin(url) is None]:
+        raise ValueError(f"not http(s) URLs: {', '.join(not_urls)}")
+    if "service_origins" in changes:
+        changes["service_origins"] = sorted({origin(url) for url in changes["service_origins"]})
+    if update_platform(services.db, args.id, **changes) is None:
+        raise ValueError(f"no platform with id {args.id}")
+    print(f"platform {args.id} updated: {', '.join(changes) or 'nothing to change'}")
+    return 0
+
+
+def _invite(services: Services, args: argparse.Namespace) -> int:
+    base = (args.url or services.config.public_url).rstrip("/")
+    if origin(base) is None:
+        raise ValueError("give the tool's public address: --url https://grader.example.edu (or set PUBLIC_URL)")
+    token, invite = invites.create(services.db, invites.parse_duration(args.expires), args.name)
+    print(f"{base}/lti/register/{token}")
+    print(f"Paste it into the LMS's dynamic registration; it works once, until {invite.expires_at:%Y-%m-%d %H:%M} UTC.")
+    return 0
+
+
+def _list(services: Services, args: argparse.Namespace) -> int:
+    for p in list_platforms(services.db):
+        origins = f"\tservice_origins={','.join(p.service_origins)}" if p.service_origins else ""
+        print(f"{p.id}\t{p.issuer}\tclient={p.client_id}\tdeployments={','.join(p.deployment_ids)}\t{p.name}{origins}")
+    return 0
+
+
+def _remove(services: Services, args: argparse.Namespace) -> int:
+    try:
+        removed = remove_platform(services.db, args.id, args.delete_data)
+    except ValueError as error:
+        raise ValueError(f"platform {args.id} kept: {error}") from None
+    if not removed:
+        raise ValueError(f"no platform with id {args.id}")
+    return 0
+
+
+PLATFORM_ACTIONS = {"add": _add, "update": _update, "invite": _invite, "list": _list, "remove": _remove}
 
 
 def manage_keys(services: Services, args: argparse.Namespace) -> int:

@@ -54,6 +54,12 @@ class Config:
     """PASSBACK_MAX_TRIES: attempts to send a score before it is marked failed"""
     passback_backoff: float = field(default_factory=lambda: float(_env("PASSBACK_BACKOFF", "2")))
     """PASSBACK_BACKOFF: seconds before the first retry; doubles each time, capped at 1 hour"""
+    login_limit_per_client: int = field(default_factory=lambda: int(_env("LOGIN_LIMIT_PER_CLIENT", "300")))
+    """LOGIN_LIMIT_PER_CLIENT: OIDC logins one client address may have pending (not yet launched, < 10 min)"""
+    login_limit_total: int = field(default_factory=lambda: int(_env("LOGIN_LIMIT_TOTAL", "20000")))
+    """LOGIN_LIMIT_TOTAL: OIDC logins pending from all clients together"""
+    public_url: str = field(default_factory=lambda: _env("PUBLIC_URL", ""))
+    """PUBLIC_URL: the tool's address as platforms and browsers see it (for `platform invite`)"""
 
     def __post_init__(self) -> None:
         if self.score_policy not in ("best", "latest"):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -118,12 +116,12 @@ def _question_rates(counted: list[Attempt]) -> dict[str, float]:
     return {name: sum(full) / len(full) for name, full in totals.items()}
 
 
-def scores_csv(dashboard: Dashboard) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["user_id", "name", "attempts", "best", "latest", "gradebook_score", "last_submitted", "gradebook"])
-    for r in dashboard.rows:
-        writer.writerow(
-            [r.user_id, r.name, r.attempts, r.best, r.latest, r.gradebook_score, r.last_submitted, r.gradebook]
-        )
-    return out.getvalue()
+SCORE_COLUMNS = ("user_id", "name", "attempts", "best", "latest", "gradebook_score", "last_submitted", "gradebook")
+
+
+def score_rows(dashboard: Dashboard) -> list[list]:
+    """One row per student, in SCORE_COLUMNS order (the scores.csv download)."""
+    return [
+        [r.user_id, r.name, r.attempts, r.best, r.latest, r.gradebook_score, r.last_submitted, r.gradebook]
+        for r in dashboard.rows
+    ]

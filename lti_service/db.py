@@ -57,6 +57,21 @@ class Platform(Base):
     key_set_url: Mapped[str] = mapped_column(String(1000))
     name: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    service_origins: Mapped[list] = mapped_column(JSON, default=list)
+    """origins besides its own URLs' where the platform serves line items and rosters (Canvas: the school's
+    domain), set by the operator with `platform update --service-origin`"""
+
+
+class RegistrationInvite(Base):
+    """An admin-issued, single-use, expiring dynamic registration URL; only a hash of its token is kept."""
+
+    __tablename__ = "registration_invites"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime)
+    used_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
 
 
 class KeyValue(Base):
@@ -66,6 +81,8 @@ class KeyValue(Base):
     key: Mapped[str] = mapped_column(String(300), primary_key=True)
     value: Mapped[dict | list | str | bool | None] = mapped_column(JSON, nullable=True)
     expires_at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)
+    client: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    """the address of the anonymous client whose login stored the row (rows per client are bounded)"""
 
 
 class Launch(Base):
@@ -90,9 +107,16 @@ class Attempt(LinkScoped, Base):
     """One submitted notebook and its grading job; status is queued, grading, graded or failed."""
 
     __tablename__ = "attempts"
-    __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id", "user_id", "sha256"),)
+    __table_args__ = (
+        UniqueConstraint("platform_id", "context_id", "resource_link_id", "user_id", "sha256"),
+        UniqueConstraint(
+            "platform_id", "context_id", "resource_link_id", "user_id", "number", name="uq_attempt_number"
+        ),
+    )
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[str] = mapped_column(String(400), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    """1, 2, ... per user and link; unique, so concurrent uploads cannot both take the last allowed attempt"""
     lineitem_url: Mapped[str | None] = mapped_column(String(1000), nullable=True)
     batch_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     """the regrade batch this attempt is being graded again for, if any"""

@@ -9,14 +9,17 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.exc import IntegrityError
 
 from autograder import GradeOptions, SandboxUnavailable, grade_submission
 
 from .db import Attempt, utcnow
-from .link_settings import link_key, rules_for
+from .link_settings import SubmissionRules, due_at, link_key, load
 from .lti.lineitems import link_lineitem
 from .services import Services
+
+UPLOAD_RACE_RETRIES = 20  # each round stores at least one of the racing uploads
 
 
 class SubmissionRefused(Exception):
@@ -27,20 +30,34 @@ def create_attempt(services: Services, launch, filename: str, data: bytes) -> tu
     """Store an upload durably; the same notebook sent twice (a double click) makes one attempt.
 
     Returns the attempt and whether it is new (only a new attempt needs a grading job). Raises
-    SubmissionRefused when the link's settings refuse a new attempt now.
+    SubmissionRefused when the link's settings refuse a new attempt now. The database decides races:
+    each attempt takes the next number, unique per user and link, so of concurrent uploads only one gets
+    a number; the others look again (and meet the attempt limit, or their duplicate, or the next number).
     """
+    for _ in range(UPLOAD_RACE_RETRIES):
+        try:
+            return _store_attempt(services, launch, filename, data)
+        except IntegrityError:
+            continue
+    raise SubmissionRefused("Several uploads arrived at the same moment; send yours again.")
+
+
+def _store_attempt(services: Services, launch, filename: str, data: bytes) -> tuple[Attempt, bool]:
     digest = hashlib.sha256(data).hexdigest()
     key = dict(link_key(launch), user_id=launch.user_id)
+    settings = load(services, link_key(launch))
+    lineitem_url = link_lineitem(services, launch)
     with services.db.session() as session:
         existing = session.scalars(select(Attempt).filter_by(**key, sha256=digest)).first()
-    if existing is not None:
-        return existing, False
-    rules = rules_for(services, launch)
-    if rules.refusal:
-        raise SubmissionRefused(rules.refusal)
-    with services.db.session() as session:
-        attempt = Attempt(**key, filename=filename[:300], notebook=data, sha256=digest, user_name=launch.user_name)
-        attempt.lineitem_url, attempt.late_penalty = link_lineitem(services, launch), rules.late_penalty
+        if existing is not None:
+            return existing, False
+        number = (session.scalar(select(func.max(Attempt.number)).filter_by(**key)) or 0) + 1
+        rules = SubmissionRules(settings, due_at(launch), attempts_used=number - 1)
+        if rules.refusal:
+            raise SubmissionRefused(rules.refusal)
+        attempt = Attempt(**key, number=number, filename=filename[:300], notebook=data, sha256=digest)
+        attempt.user_name, attempt.lineitem_url = launch.user_name, lineitem_url
+        attempt.late_penalty = rules.late_penalty
         session.add(attempt)
     return attempt, True
 

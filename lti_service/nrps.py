@@ -2,31 +2,32 @@
 
 from __future__ import annotations
 
-import requests
-
 from .ags import NRPS_SCOPE, AgsClient, AgsError
 from .db import Platform
 from .lti import roles
+from .lti.outbound import OutboundError, fetch, platform_origins
 
 MEMBERSHIP = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
 MAX_PAGES = 50
 
 
 def members(ags: AgsClient, platform: Platform, url: str) -> list[dict]:
-    """Every member, following rel="next" links (kept as sent: pylti1p3 lower-cases them); AgsError on failure."""
+    """Every member, following rel="next" links (kept as sent: pylti1p3 lower-cases them); AgsError on failure.
+    Every page, the first and the linked ones, must be on the platform's origins."""
     token = ags.access_token(platform, [NRPS_SCOPE])
+    headers = {"Authorization": f"Bearer {token}", "Accept": MEMBERSHIP}
     found: list[dict] = []
     for _ in range(MAX_PAGES):
         try:
-            response = requests.get(
-                url, headers={"Authorization": f"Bearer {token}", "Accept": MEMBERSHIP}, timeout=ags.timeout
-            )
-        except requests.RequestException as error:
-            raise AgsError(f"{url}: {type(error).__name__}", retryable=True) from None
-        if response.status_code != 200:
-            raise AgsError(f"{url}: HTTP {response.status_code}", retryable=response.status_code >= 500)
-        found += [m for m in response.json().get("members", []) if isinstance(m, dict)]
-        url = response.links.get("next", {}).get("url")
+            reply = fetch("get", url, origins=platform_origins(platform), timeout=ags.timeout, headers=headers)
+        except OutboundError as error:
+            raise AgsError(f"{url}: {error.reason}", retryable=error.retryable) from None
+        if reply.status != 200:
+            raise AgsError(f"{url}: HTTP {reply.status}", retryable=reply.status >= 500)
+        page = reply.json()
+        listed = page.get("members") if isinstance(page, dict) else None
+        found += [m for m in listed if isinstance(m, dict)] if isinstance(listed, list) else []
+        url = reply.links.get("next")
         if not url:
             break
     return found

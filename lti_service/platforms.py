@@ -1,14 +1,19 @@
-"""The platform registry: add (or extend with a deployment), list, remove, and a cached directory."""
+"""The platform registry: add (or extend with a deployment), update, list, remove, and a cached directory."""
 
 from __future__ import annotations
 
 import threading
 import time
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from .db import Attempt, Database, Platform
+from .lti.outbound import origin
+
+if TYPE_CHECKING:
+    from .lti.registration import RegisteredPlatform
 
 DIRECTORY_TTL = 5.0  # seconds a process may use its copy of the platforms table
 MISS_RELOAD_INTERVAL = 0.5  # at most one re-read per this many seconds because a lookup found nothing
@@ -68,7 +73,11 @@ class PlatformDirectory:
     def frame_origins(self) -> list[str]:
         """Origins allowed to frame the tool: every registered platform's issuer and login URL."""
         urls = [url for p in self.all() for url in (p.issuer, p.auth_login_url)]
-        return sorted({f"{u.scheme}://{u.netloc}" for u in map(urlsplit, urls) if u.scheme in ("http", "https")})
+        return sorted({o for o in map(origin, urls) if o})
+
+
+class PlatformConflict(ValueError):
+    """A change that would silently alter a registered platform; str() says how to make it explicitly."""
 
 
 def add_platform(
@@ -81,20 +90,55 @@ def add_platform(
     key_set_url: str,
     name: str = "",
 ) -> Platform:
-    """Register a platform, or update it and add deployments when issuer and client id exist."""
+    """Register a platform, or add deployments to the one with this issuer and client id. Its URLs are
+    never changed here (PlatformConflict when they differ): `update_platform` does that, explicitly."""
+    urls = (auth_login_url, auth_token_url, key_set_url)
     with db.session() as session:
         platform = session.scalars(select(Platform).filter_by(issuer=issuer, client_id=client_id)).first()
         if platform is None:
-            platform = Platform(issuer=issuer, client_id=client_id, deployment_ids=[])
+            platform = Platform(issuer=issuer, client_id=client_id, deployment_ids=[], service_origins=[])
+            platform.auth_login_url, platform.auth_token_url, platform.key_set_url = urls
             session.add(platform)
+        elif urls != (platform.auth_login_url, platform.auth_token_url, platform.key_set_url):
+            raise PlatformConflict(
+                f"platform {platform.id} ({issuer}, client {client_id}) is registered with other URLs; "
+                f"change them with `platform update {platform.id} --auth-url ... --token-url ... --jwks-url ...`"
+            )
         platform.deployment_ids = sorted(set(platform.deployment_ids or []) | set(deployment_ids))
-        platform.auth_login_url, platform.auth_token_url, platform.key_set_url = (
-            auth_login_url,
-            auth_token_url,
-            key_set_url,
-        )
         platform.name = name or platform.name or ""
         session.flush()
+        return platform
+
+
+def insert_platform(db: Database, registered: RegisteredPlatform, name: str) -> Platform:
+    """A new platform from dynamic registration; never an update of an existing
+    one: PlatformConflict when its issuer and client id are registered already."""
+    try:
+        with db.session() as session:
+            platform = Platform(
+                issuer=registered.issuer, client_id=registered.client_id, name=name[:200],
+                deployment_ids=[registered.deployment_id] if registered.deployment_id else [], service_origins=[],
+                auth_login_url=registered.auth_login_url, auth_token_url=registered.auth_token_url,
+                key_set_url=registered.key_set_url,
+            )  # fmt: skip
+            session.add(platform)
+            session.flush()
+            return platform
+    except IntegrityError:
+        raise PlatformConflict(
+            f"{registered.issuer} with client id {registered.client_id} is registered already; a registration "
+            "never changes a registered platform (use `python -m lti_service platform update`)"
+        ) from None
+
+
+def update_platform(db: Database, platform_id: int, **changes: object) -> Platform | None:
+    """Change a platform's URLs, name or service origins (the operator's explicit command); None if unknown."""
+    with db.session() as session:
+        platform = session.get(Platform, platform_id)
+        if platform is None:
+            return None
+        for name, value in changes.items():
+            setattr(platform, name, value)
         return platform
 
 

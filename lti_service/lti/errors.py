@@ -67,6 +67,25 @@ REASONS: dict[str, tuple[int, str, str]] = {
         "The launch message is malformed or not an LTI 1.3 message this tool accepts.",
         "Check that the placement sends an LtiResourceLinkRequest or LtiDeepLinkingRequest (LTI 1.3).",
     ),
+    "login_too_large": (
+        413,
+        "The login request from the platform is too large.",
+        "Each OIDC login parameter may have at most 2048 characters (16 KB in all); check what the platform "
+        "sends as login_hint and lti_message_hint.",
+    ),
+    "login_rate_limited": (
+        429,
+        "Too many logins from your network are waiting to complete. Try again in a few minutes.",
+        "More than LOGIN_LIMIT_PER_CLIENT logins from one address are pending (they expire after 10 minutes). "
+        "Behind a reverse proxy set TRUST_PROXY=1 so that clients are told apart; raise the limit if one "
+        "network's users reach it.",
+    ),
+    "login_busy": (
+        429,
+        "Too many logins are waiting to complete. Try again in a few minutes.",
+        "The tool holds LOGIN_LIMIT_TOTAL pending logins (a flood of anonymous logins?); they expire after 10 "
+        "minutes. Check the logs for the clients' addresses.",
+    ),
     "login_invalid": (
         400,
         "The login request from the platform is incomplete or from an unknown platform.",

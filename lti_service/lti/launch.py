@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import jwt
-import requests
 from jwcrypto.jwk import JWK
 from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskRequest
 from pylti1p3.exception import LtiException
@@ -29,6 +28,7 @@ from pylti1p3.exception import LtiException
 from .cookies import any_state_cookie, state_cookie
 from .errors import LaunchError
 from .login import Login, Logins
+from .outbound import OutboundError, fetch, platform_origins
 from .storage import DatabaseLaunchDataStorage
 from .tool_conf import DatabaseToolConf
 
@@ -58,26 +58,27 @@ class JwksCache:
         self._lock = threading.Lock()
         self._sets: dict[str, tuple[float, dict]] = {}
 
-    def key(self, url: str, kid: str, alg: str) -> str:
+    def key(self, url: str, kid: str, alg: str, origins: frozenset[str]) -> str:
         """The PEM public key for kid, or LaunchError when the platform does not publish it."""
         with self._lock:
             fetched_at, keyset = self._sets.get(url, (0.0, {"keys": []}))
             age = time.monotonic() - fetched_at
             if age > JWKS_TTL or (_find(keyset, kid, alg) is None and age > JWKS_REFETCH_MIN_INTERVAL):
-                keyset = self._fetch(url)
+                keyset = self._fetch(url, origins)
                 self._sets[url] = (time.monotonic(), keyset)
         jwk = _find(keyset, kid, alg)
         if jwk is None:
             raise LaunchError("unknown_kid")
         return _pem(json.dumps(jwk, sort_keys=True))
 
-    def _fetch(self, url: str) -> dict:
+    def _fetch(self, url: str, origins: frozenset[str]) -> dict:
         try:
-            response = requests.get(url, timeout=self.timeout)
-            response.raise_for_status()
-            keyset = response.json()
-        except (requests.RequestException, ValueError) as error:
-            raise LaunchError("jwks_unreachable", detail=str(error)) from None
+            reply = fetch("get", url, origins=origins, timeout=self.timeout)
+        except OutboundError as error:
+            raise LaunchError("jwks_unreachable", detail=error.reason) from None
+        if reply.status != 200:
+            raise LaunchError("jwks_unreachable", detail=f"HTTP {reply.status}")
+        keyset = reply.json()
         if not isinstance(keyset, dict) or not isinstance(keyset.get("keys"), list):
             raise LaunchError("jwks_unreachable", detail="the JWKS has no 'keys' list")
         return keyset
@@ -158,7 +159,9 @@ class ToolMessageLaunch(FlaskMessageLaunch):
         kid, alg = header.get("kid"), header.get("alg")
         if not kid or alg != "RS256":
             raise LaunchError("unknown_kid")
-        return self._jwks.key(self._registration.get_key_set_url(), kid, alg), alg
+        platform = self._tool_config.platform(self._registration.get_issuer(), self._registration.get_client_id())
+        origins = platform_origins(platform) if platform else frozenset()
+        return self._jwks.key(self._registration.get_key_set_url(), kid, alg, origins), alg
 
     def validate_jwt_signature(self) -> ToolMessageLaunch:
         public_key, alg = self.get_public_key()

@@ -24,12 +24,11 @@ from dataclasses import asdict, dataclass
 from urllib.parse import urlencode, urlsplit
 
 from .errors import LaunchError
-from .storage import DatabaseLaunchDataStorage
+from .storage import STATE_LIFETIME, DatabaseLaunchDataStorage
 from .tool_conf import DatabaseToolConf
 
-LOGIN_LIFETIME = 600  # seconds from the platform's login initiation to the launch
+LOGIN_LIFETIME = STATE_LIFETIME  # seconds from the platform's login initiation to the launch
 LOGIN_PARAMS = ("iss", "login_hint", "target_link_uri", "lti_message_hint", "lti_deployment_id", "client_id")
-MAX_PARAM_LENGTH = 4000
 
 
 @dataclass(frozen=True)
@@ -82,12 +81,11 @@ class Logins:
         self.storage, self.tool_conf = storage, tool_conf
 
     def start(self, values: Mapping[str, str], new_window: bool = False) -> Login:
-        """Check the platform's login initiation and remember the login (with its nonce) and a one-time ticket."""
+        """Check the platform's login initiation (its size is login_limits.py's) and remember the login (with
+        its nonce) and a one-time ticket."""
         params = {name: str(values[name]) for name in LOGIN_PARAMS if values.get(name)}
         if "iss" not in params or "login_hint" not in params:
             raise LaunchError("login_invalid", "the login initiation lacks iss or login_hint")
-        if any(len(value) > MAX_PARAM_LENGTH for value in params.values()):
-            raise LaunchError("login_invalid", "a login initiation parameter is too long")
         registration = self.tool_conf.find_registration_by_params(params["iss"], params.get("client_id"))
         if registration is None:
             raise LaunchError("unknown_issuer", f"no platform {params['iss']} with client id {params.get('client_id')}")

@@ -1,18 +1,29 @@
-"""Server-side storage for pylti1p3's OIDC state and nonces (instead of the signed cookie session)."""
+"""Server-side storage for pylti1p3's OIDC state and nonces (instead of the signed cookie session).
+
+The rows are written by anonymous OIDC logins, so they are kept for minutes (pylti1p3 asks for 24 h),
+each remembers the client address that caused it (login_limits.py bounds rows per client and in all),
+and a successful launch deletes its login's rows.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import typing as t
 
+from flask import has_request_context, request
 from pylti1p3.launch_data_storage.base import LaunchDataStorage
-from sqlalchemy import delete
+from sqlalchemy import delete, func, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from ..db import Database, KeyValue, utcnow
 
-DEFAULT_LIFETIME = 3600
+STATE_LIFETIME = 600  # seconds: a login that has not come back as a launch by then is abandoned
+
+
+def client_address() -> str | None:
+    """The requesting client's address (the proxy's X-Forwarded-For with TRUST_PROXY=1), as stored."""
+    return (request.remote_addr or "unknown")[:64] if has_request_context() else None
 
 
 class DatabaseLaunchDataStorage(LaunchDataStorage[t.Any]):
@@ -38,7 +49,8 @@ class DatabaseLaunchDataStorage(LaunchDataStorage[t.Any]):
         row = {
             "key": self._prepare_key(key),
             "value": value,
-            "expires_at": utcnow() + dt.timedelta(seconds=exp or DEFAULT_LIFETIME),
+            "expires_at": utcnow() + dt.timedelta(seconds=min(exp or STATE_LIFETIME, STATE_LIFETIME)),
+            "client": client_address(),
         }
         insert = postgresql_insert if self.db.engine.dialect.name == "postgresql" else sqlite_insert
         statement = insert(KeyValue).values(**row)
@@ -63,6 +75,16 @@ class DatabaseLaunchDataStorage(LaunchDataStorage[t.Any]):
         """A live key's value, deleted as it is read: for exactly one caller, however many race."""
         value = self.get_value(key)
         return value if value is not None and self.consume(key) else None
+
+    def live_rows(self, client: str) -> int:
+        """Unexpired rows stored by one client's logins."""
+        live = (KeyValue.client == client) & (KeyValue.expires_at > utcnow())
+        with self.db.session() as session:
+            return session.scalar(select(func.count()).select_from(KeyValue).where(live))
+
+    def all_rows(self) -> int:
+        with self.db.session() as session:
+            return session.scalar(select(func.count()).select_from(KeyValue))
 
     def purge_expired(self) -> int:
         with self.db.session() as session:

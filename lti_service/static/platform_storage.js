@@ -29,7 +29,8 @@ function storageFrame(target) {
 function ask(box, message) {
   const frame = storageFrame(box.dataset.target);
   const origin = box.dataset.origin;
-  const id = crypto.randomUUID();
+  // (not crypto.randomUUID: it needs a secure context, which a tool framed by an http:// LMS page is not)
+  const id = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
   return new Promise((resolve, reject) => {
     if (!frame) {
       reject(new Error("the course page offers no storage frame"));

@@ -9,13 +9,14 @@ import secrets
 from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
 
 from ..db import Launch, utcnow
+from ..lti import invites, login_limits
 from ..lti.cookies import set_state_cookie, state_cookie
 from ..lti.errors import LaunchError
 from ..lti.launch import CookiesBlocked, PlatformStorageCheck
 from ..lti.lineitems import ensure_column
-from ..lti.login import LOGIN_LIFETIME, Login
-from ..lti.registration import RegistrationError, ToolUrls, register
-from ..platforms import add_platform
+from ..lti.login import LOGIN_LIFETIME, LOGIN_PARAMS, Login
+from ..lti.registration import CANVAS_SERVICES, RegistrationError, ToolUrls, is_canvas, register
+from ..platforms import PlatformConflict, insert_platform
 from . import queue, services
 
 bp = Blueprint("lti", __name__, url_prefix="/lti")
@@ -45,7 +46,10 @@ def tool_urls() -> ToolUrls:
 @bp.route("/login", methods=["GET", "POST"])
 def login():
     """OIDC third-party initiated login: remember it, set the state cookie and check it came back (continue)."""
-    started = services().launches.logins.start(request.values)
+    launches, config = services().launches, services().config
+    params = login_limits.login_params((*LOGIN_PARAMS, "lti_storage_target"))
+    login_limits.admit(launches.storage, config.login_limit_per_client, config.login_limit_total)
+    started = launches.logins.start(params)
     return _with_state_cookie(redirect(url_for("lti.login_continue", state=started.state)), started)
 
 
@@ -202,31 +206,45 @@ def canvas_json():
     }
 
 
-@bp.get("/register")
-def dynamic_registration():
-    """LTI Dynamic Registration: the platform opens this URL in a window or iframe."""
+INVITE_REFUSED = {
+    "missing": "This registration URL has no invite in it.",
+    "unknown": "This registration URL is not valid.",
+    "used": "This registration URL was used already (each one works once).",
+    "expired": "This registration URL has expired.",
+}
+
+
+@bp.get("/register", defaults={"token": ""})
+@bp.get("/register/<token>")
+def dynamic_registration(token: str):
+    """LTI Dynamic Registration: the platform opens an invite URL (`platform invite`) in a window or
+    iframe. Without a valid, unused, unexpired invite nothing is fetched and nothing is stored."""
     openid_configuration = request.args.get("openid_configuration")
     if not openid_configuration:
         return render_template(
             "registration.html", error="This URL is opened by the platform with an openid_configuration parameter."
         ), 400
+    invite, refusal = invites.redeem(services().db, token)
+    if invite is None:
+        log.warning("registration refused", extra={"event": "registration_refused", "reason": refusal})
+        message = INVITE_REFUSED[refusal] + " Ask the tool's administrator for a new registration URL."
+        return render_template("registration.html", error=message, refused=True), 403
     try:
-        platform = register(
+        registered = register(
             openid_configuration, request.args.get("registration_token"), tool_urls(), services().config.http_timeout
         )
     except RegistrationError as error:
-        log.warning("registration failed", extra={"event": "registration_failed", "detail": str(error)[:300]})
-        return render_template("registration.html", error=str(error)), 502
-    add_platform(
-        services().db,
-        platform.issuer,
-        platform.client_id,
-        [platform.deployment_id] if platform.deployment_id else [],
-        platform.auth_login_url,
-        platform.auth_token_url,
-        platform.key_set_url,
-        platform.name,
-    )
+        return _registration_failed(str(error), 502)
+    try:
+        platform = insert_platform(services().db, registered, name=invite.name or registered.product)
+    except PlatformConflict as error:
+        return _registration_failed(str(error), 409)
     services().platforms.invalidate()
     log.info("registered", extra={"event": "registered", "issuer": platform.issuer, "client_id": platform.client_id})
-    return render_template("registration.html", platform=platform)
+    note = CANVAS_SERVICES.format(id=platform.id) if is_canvas(registered.issuer, registered.product) else None
+    return render_template("registration.html", platform=platform, note=note)
+
+
+def _registration_failed(message: str, status: int):
+    log.warning("registration failed", extra={"event": "registration_failed", "detail": message[:300]})
+    return render_template("registration.html", error=message), status

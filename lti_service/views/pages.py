@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import json
 
-from flask import Blueprint, abort, current_app, redirect, render_template, request, send_file, url_for
+from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 from sqlalchemy import select
 
 from autograder import InvalidSubmission, check_submission
@@ -20,6 +20,7 @@ from ..lti.lineitems import gradebook_problem
 from ..lti.roles import is_course_staff
 from ..passback import counting_attempt
 from . import queue, services
+from .downloads import NOTEBOOK_TYPE, file_download
 
 bp = Blueprint("pages", __name__, url_prefix="/a")
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
@@ -178,7 +179,7 @@ def _gradebook_status(attempt: Attempt, passback: Passback | None) -> str:
 @bp.get("/<launch_id>/notebook")
 def notebook(launch_id: str):
     current_launch(launch_id)
-    return send_file(services().config.student_notebook, as_attachment=True, download_name="decode.ipynb")
+    return file_download(services().config.student_notebook.read_bytes(), "decode.ipynb", NOTEBOOK_TYPE)
 
 
 @bp.get("/<launch_id>/deep-link")

@@ -10,6 +10,7 @@ from ..db import Attempt, Launch, Passback
 from ..link_settings import link_key, load, save
 from ..lti.lineitems import gradebook_problem
 from . import queue, services
+from .downloads import NOTEBOOK_TYPE, csv_download, file_download
 from .pages import check_csrf, csrf_token, current_launch, is_staff
 
 bp = Blueprint("staff", __name__, url_prefix="/a/<launch_id>/staff")
@@ -100,9 +101,8 @@ def job_progress(launch_id: str, job_id: int):
 @bp.get("/scores.csv")
 def scores_csv(launch_id: str):
     launch = staff_launch(launch_id)
-    body = dashboard.scores_csv(dashboard.build(services(), launch))
-    headers = {"Content-Disposition": f'attachment; filename="scores-{launch.resource_link_id[:40]}.csv"'}
-    return Response(body, mimetype="text/csv", headers=headers)
+    rows = dashboard.score_rows(dashboard.build(services(), launch))
+    return csv_download(f"scores-{launch.resource_link_id[:40]}.csv", dashboard.SCORE_COLUMNS, rows)
 
 
 def link_attempt(launch: Launch, attempt_id: int) -> Attempt:
@@ -128,5 +128,4 @@ def attempt_detail(launch_id: str, attempt_id: int):
 @bp.get("/attempts/<int:attempt_id>/notebook")
 def attempt_notebook(launch_id: str, attempt_id: int):
     attempt = link_attempt(staff_launch(launch_id), attempt_id)
-    headers = {"Content-Disposition": f'attachment; filename="attempt-{attempt.id}-{attempt.user_id[:40]}.ipynb"'}
-    return Response(attempt.notebook, mimetype="application/x-ipynb+json", headers=headers)
+    return file_download(attempt.notebook, f"attempt-{attempt.id}-{attempt.user_id[:40]}.ipynb", NOTEBOOK_TYPE)

@@ -55,7 +55,8 @@ def test_dynamic_registration_end_to_end(unregistered: Running) -> None:
     platform_config = config["https://purl.imsglobal.org/spec/lti-platform-configuration"]
     assert {"type": "LtiDeepLinkingRequest"} in platform_config["messages_supported"]
 
-    tool_page = client.register(unregistered.url, session)
+    assert 'name="url"' in session.get(f"{unregistered.url}/register/start", timeout=10).text  # asks for the URL
+    tool_page = client.register(unregistered.url, session, f"{unregistered.tool.url}/lti/register")
 
     assert tool_page.status_code == 200, tool_page.text
     state = unregistered.state()
@@ -70,7 +71,8 @@ def test_dynamic_registration_end_to_end(unregistered: Running) -> None:
 
 
 def test_registration_endpoint_checks_token_and_metadata(unregistered: Running) -> None:
-    start = requests.get(f"{unregistered.url}/register/start", timeout=10)
+    tool_url = f"{unregistered.tool.url}/lti/register"
+    start = requests.get(f"{unregistered.url}/register/start", params={"url": tool_url}, timeout=10)
     token = client.parse_page(start).iframes[0].split("registration_token=")[1]
     url = f"{unregistered.url}/register"
     bad_body = {"application_type": "native"}

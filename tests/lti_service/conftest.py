@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +90,32 @@ class StudentPage:
             return attempts if len(finished) >= count else None
 
         return wait_for(done, timeout=60)
+
+
+def staff_post(page: StudentPage, action: str, **form) -> requests.Response:
+    return page.session.post(f"{page.url}/staff/{action}", data={"csrf_token": page.csrf, **form})
+
+
+def settings(page: StudentPage, **overrides) -> None:
+    """Save the link's settings from the instructor dashboard (defaults, changed by `overrides`)."""
+    form = {"score_policy": "best", "attempt_limit": "", "late_policy": "accept", "late_penalty": "0", **overrides}
+    response = staff_post(page, "settings", **form)
+    assert response.status_code == 200 and "Instructor dashboard" in response.text, response.text[:500]
+
+
+def race_uploads(page: StudentPage, count: int) -> list[requests.Response]:
+    """`count` different notebooks uploaded at the same moment, each on its own connection."""
+    notebooks = [json.dumps(json.loads(notebook_bytes()), indent=n).encode() for n in range(count)]
+    start = threading.Barrier(count)
+
+    def send(data: bytes) -> requests.Response:
+        start.wait()
+        files = {"notebook": ("decode.ipynb", data, "application/x-ipynb+json")}
+        form = {"csrf_token": page.csrf}
+        return requests.post(f"{page.url}/upload", data=form, files=files, allow_redirects=False, timeout=60)
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(send, notebooks))
 
 
 def notebook_bytes(entry_name: str | None = None, answered: bool = True) -> bytes:

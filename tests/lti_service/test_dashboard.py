@@ -6,20 +6,10 @@ import csv
 import io
 import re
 
-from tests.lti_service.conftest import notebook_bytes
+from tests.lti_service.conftest import notebook_bytes, race_uploads, settings, staff_post
 from tests.lti_service.tool import wait_for
 
 PAST = "2020-01-01T00:00:00Z"
-
-
-def staff_post(page, action: str, **form) -> object:
-    return page.session.post(f"{page.url}/staff/{action}", data={"csrf_token": page.csrf, **form})
-
-
-def settings(page, **overrides) -> None:
-    form = {"score_policy": "best", "attempt_limit": "", "late_policy": "accept", "late_penalty": "0", **overrides}
-    response = staff_post(page, "settings", **form)
-    assert response.status_code == 200 and "Instructor dashboard" in response.text, response.text[:500]
 
 
 def test_dashboard_merges_the_roster_with_submissions(lms):
@@ -131,6 +121,15 @@ def test_setting_an_attempt_limit(lms):
     assert "Attempts: 1 of 1 used." in again.html and 'id="upload-form"' not in again.html
     refused = grace.upload(notebook_bytes("recursion"))  # the form is gone; a crafted upload is refused too
     assert refused.status_code == 400 and "used all 1 attempts" in refused.text and len(again.attempts()) == 1
+
+
+def test_an_attempt_limit_holds_when_uploads_race(lms):
+    settings(lms.open("instructor-turing", "set-limit-race"), attempt_limit="1")
+    ada = lms.open("student-ada", "set-limit-race")
+    answers = race_uploads(ada, 12)
+    assert sorted(r.status_code for r in answers) == [303] + [400] * 11
+    assert all("used all 1 attempts" in r.text or "same moment" in r.text for r in answers if r.status_code == 400)
+    assert len(ada.attempts()) == 1
 
 
 def test_setting_late_work_refused_after_the_due_date(lms):

@@ -10,6 +10,7 @@ import json
 import re
 import time
 import uuid
+from pathlib import Path
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import jwt
@@ -67,16 +68,21 @@ class SigningPlatform:
         return jwt.encode(body, pem or self.pem, algorithm="RS256", headers={"kid": kid or self.kid})
 
 
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    platform = SigningPlatform()
-    tool = ToolProcess(tmp_path_factory.mktemp("security-tool"))
+def registered_tool(platform: SigningPlatform, data_dir: Path, *serve_args: str) -> ToolProcess:
+    """The tool with the signing platform registered, started (the caller stops it)."""
+    tool = ToolProcess(data_dir)
     tool.cli(
         "platform", "add", "--issuer", platform.issuer, "--client-id", CLIENT_ID, "--deployment-id", DEPLOYMENT,
         "--auth-url", f"{platform.issuer}/auth", "--token-url", f"{platform.issuer}/token",
         "--jwks-url", f"{platform.issuer}/jwks",
     )  # fmt: skip
-    tool.start()
+    return tool.start(*serve_args)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    platform = SigningPlatform()
+    tool = registered_tool(platform, tmp_path_factory.mktemp("security-tool"))
     yield platform, tool
     tool.stop()
     platform.server.stop()

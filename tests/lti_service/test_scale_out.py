@@ -8,7 +8,7 @@ import psycopg
 import pytest
 import redis
 
-from tests.lti_service.conftest import notebook_bytes, start_lms
+from tests.lti_service.conftest import notebook_bytes, race_uploads, settings, start_lms
 from tests.lti_service.tool import wait_for
 
 POSTGRES = "postgresql://postgres@127.0.0.1:5432"
@@ -52,6 +52,19 @@ def test_flow_on_postgresql_and_redis_with_separate_workers(tmp_path, database, 
         assert statuses == [("graded", 2)]
         data_files = {p.name for p in (tmp_path / "tool").iterdir()}
         assert not data_files & {"queue.db", "decode-grader.db"}, "the embedded SQLite stores must stay unused"
+    finally:
+        lms.tool.stop()
+        lms.platform.stop()
+
+
+def test_an_attempt_limit_holds_when_uploads_race_on_postgresql(tmp_path, database, built_assignment):
+    lms = start_lms(tmp_path, "--no-worker", DATABASE_URL=database)
+    try:
+        settings(lms.open("instructor-turing", "race"), attempt_limit="1")
+        answers = race_uploads(lms.open("student-ada", "race"), 12)
+        assert sorted(r.status_code for r in answers) == [303] + [400] * 11
+        with psycopg.connect(database) as connection:
+            assert connection.execute("SELECT count(*) FROM attempts").fetchone() == (1,)
     finally:
         lms.tool.stop()
         lms.platform.stop()

@@ -25,11 +25,13 @@ def test_dynamic_registration_then_a_launch_works(tmp_path, built_assignment):
     tool = ToolProcess(tmp_path / "tool", port=port)
     try:
         tool.start()
-        page = register(platform.url, browser_session())
+        invite = tool.cli("platform", "invite", "--url", tool.url, "--name", "Test LMS").splitlines()[0]
+        page = register(platform.url, browser_session(), invite)
         assert page.status_code == 200 and "Registration complete" in page.text, page.text[:1000]
         registered = requests.get(f"{platform.url}/_test/state", timeout=10).json()["tool"]
         listed = tool.cli("platform", "list")
         assert registered["dynamic"] and platform.url in listed and registered["client_id"] in listed
+        assert "Test LMS" in listed
         assert f"deployments={registered['deployment_id']}" in listed
         response = launch(platform.url, browser_session(), user="student-ada")
         assert response.status_code == 200 and "Download the notebook" in response.text
@@ -39,11 +41,13 @@ def test_dynamic_registration_then_a_launch_works(tmp_path, built_assignment):
 
 
 def test_registration_url_without_a_platform_explains_itself(lms):
-    response = requests.get(f"{lms.tool.url}/lti/register", timeout=10)
+    invite = lms.tool.cli("platform", "invite", "--url", lms.tool.url).splitlines()[0]
+    response = requests.get(invite, timeout=10)
     assert response.status_code == 400 and "openid_configuration" in response.text
+    assert requests.get(invite, params={"openid_configuration": "ftp://x"}, timeout=10).status_code == 502  # unused
 
 
-def test_platform_cli_adds_lists_and_removes(tmp_path):
+def test_platform_cli_adds_lists_updates_and_removes(tmp_path):
     tool = ToolProcess(tmp_path)
     args = ["--client-id", "c1", "--auth-url", "https://lms.example/auth", "--token-url", "https://lms.example/token"]
     args += ["--jwks-url", "https://lms.example/jwks", "--issuer", "https://lms.example"]
@@ -51,8 +55,30 @@ def test_platform_cli_adds_lists_and_removes(tmp_path):
     tool.cli("platform", "add", *args, "--deployment-id", "d2")
     (line,) = tool.cli("platform", "list").splitlines()
     assert "https://lms.example" in line and "deployments=d1,d2" in line
-    tool.cli("platform", "remove", line.split()[0])
+    platform_id = line.split()[0]
+
+    moved = [a.replace("https://lms.example/jwks", "https://attacker.example/jwks") for a in args]
+    refusal = tool.cli_fails("platform", "add", *moved, "--deployment-id", "d3")
+    assert f"platform update {platform_id}" in refusal and "deployments=d1,d2\t" in tool.cli("platform", "list")
+    origins = ["--service-origin", "https://school.lms.example/", "--service-origin", "https://files.lms.example:8443"]
+    tool.cli("platform", "update", platform_id, "--jwks-url", "https://lms.example/keys", *origins)
+    (line,) = tool.cli("platform", "list").splitlines()
+    assert line.endswith("service_origins=https://files.lms.example:8443,https://school.lms.example")
+    assert "not http(s) URLs: ftp://x" in tool.cli_fails(
+        "platform", "update", platform_id, "--service-origin", "ftp://x"
+    )
+    assert "no platform with id 99" in tool.cli_fails("platform", "update", "99", "--name", "x")
+
+    tool.cli("platform", "remove", platform_id)
     assert tool.cli("platform", "list") == ""
+
+
+def test_platform_invite_prints_a_single_use_url(tmp_path):
+    tool = ToolProcess(tmp_path)
+    assert "--url" in tool.cli_fails("platform", "invite")
+    url, note = tool.cli("platform", "invite", "--url", "https://t.example/", "--expires", "2d").splitlines()
+    assert url.startswith("https://t.example/lti/register/") and len(url.rsplit("/", 1)[1]) >= 40
+    assert "works once" in note
 
 
 def test_key_rotation_keeps_the_previous_key_published(lms):

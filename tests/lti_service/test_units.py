@@ -46,10 +46,10 @@ def test_score_policy_picks_the_attempt_to_send(tmp_path, policy, expected):
     with services.db.session() as session:
         for minute, score in ((1, 10.0), (2, 16.0), (3, 12.0)):
             session.add(
-                Attempt(**key, filename="n.ipynb", notebook=b"{}", sha256=str(minute), status="graded",
+                Attempt(**key, number=minute, filename="n.ipynb", notebook=b"{}", sha256=str(minute), status="graded",
                         score=score, max_score=16.0, graded_at=dt.datetime(2026, 1, 1, 0, minute))
             )  # fmt: skip
-        session.add(Attempt(**key, filename="n.ipynb", notebook=b"{}", sha256="q", status="queued"))
+        session.add(Attempt(**key, number=4, filename="n.ipynb", notebook=b"{}", sha256="q", status="queued"))
     row = Passback(platform_id=platform.id, context_id="c1", resource_link_id="r1", lineitem_url="x", user_id="u1")
     assert score_to_send(services, row).score == expected
 
@@ -59,7 +59,7 @@ def test_removing_a_platform_keeps_student_data_unless_asked(services):
 
     platform = add_platform(services.db, "https://lms.example", "c", ["d"], "a", "t", "j")
     with services.db.session() as session:
-        session.add(Attempt(platform_id=platform.id, context_id="c", resource_link_id="r", user_id="u",
+        session.add(Attempt(platform_id=platform.id, context_id="c", resource_link_id="r", user_id="u", number=1,
                             filename="n.ipynb", notebook=b"{}", sha256="x"))  # fmt: skip
     with pytest.raises(ValueError, match="1 submitted attempts belong to it"):
         remove_platform(services.db, platform.id)
@@ -137,3 +137,76 @@ def test_unknown_issuers_cannot_make_every_lookup_read_the_database(services, mo
     for number in range(200):
         assert directory.find(f"https://unknown-{number}.example", None) is None
     assert len(reads) == 1  # one re-read per MISS_RELOAD_INTERVAL, however many unknown issuers
+
+
+def test_invite_lifetimes_are_short_durations():
+    from lti_service.lti.invites import parse_duration
+
+    assert parse_duration("90s") == dt.timedelta(seconds=90) and parse_duration("2d") == dt.timedelta(days=2)
+    for bad in ("soon", "0h", "1w", "-1h", "31d"):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+
+
+@pytest.mark.parametrize(
+    ("cell", "safe"),
+    [
+        ("=1+1", "'=1+1"), ("+33 6", "'+33 6"), ("-2", "'-2"), ("@SUM(A1)", "'@SUM(A1)"), ("\tx", "'\tx"),
+        ("\rx", "'\rx"), ("Ada", "Ada"), ("a=b", "a=b"), ("", ""), (-2.5, -2.5), (16, 16), (None, None),
+    ],
+)  # fmt: skip
+def test_csv_cells_that_a_spreadsheet_would_evaluate_are_quoted(cell, safe):
+    from lti_service.views.downloads import spreadsheet_safe
+
+    assert spreadsheet_safe(cell) == safe
+
+
+@pytest.mark.parametrize(
+    ("name", "header"),
+    [
+        ("decode.ipynb", "attachment; filename=\"decode.ipynb\"; filename*=UTF-8''decode.ipynb"),
+        ('a"b;c\\d.csv', "attachment; filename=\"a_b_c_d.csv\"; filename*=UTF-8''a%22b%3Bc%5Cd.csv"),
+        ("été 1.csv", "attachment; filename=\"_t__1.csv\"; filename*=UTF-8''%C3%A9t%C3%A9%201.csv"),
+        ("../../x", "attachment; filename=\"_.._x\"; filename*=UTF-8''..%2F..%2Fx"),
+    ],
+)
+def test_download_names_are_encoded_as_rfc_6266_says(name, header):
+    from lti_service.views.downloads import attachment
+
+    assert attachment(name) == header
+
+
+def test_migration_numbers_existing_attempts_per_user_and_link(tmp_path):
+    from alembic import command
+    from sqlalchemy import create_engine, text
+
+    from lti_service.migrate import alembic_config, upgrade
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    command.upgrade(alembic_config(url), "0002")
+    insert = text(
+        "INSERT INTO attempts (platform_id, context_id, resource_link_id, user_id, filename, notebook, sha256, "
+        "status, created_at, user_name, late_penalty) VALUES (1, 'c', :link, :user, 'n', x'00', :sha, 'graded', "
+        "'2026-01-01', '', 0)"
+    )
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO platforms VALUES (1, 'i', 'c', '[]', 'a', 't', 'j', '', '2026-01-01')"))
+        for sha, (user, link) in enumerate((("u1", "r1"), ("u2", "r1"), ("u1", "r1"), ("u1", "r2"))):
+            connection.execute(insert, {"user": user, "link": link, "sha": str(sha)})
+    upgrade(url)
+    with engine.connect() as connection:
+        numbers = connection.execute(text("SELECT user_id, resource_link_id, number FROM attempts ORDER BY id")).all()
+    assert numbers == [("u1", "r1", 1), ("u2", "r1", 1), ("u1", "r1", 2), ("u1", "r2", 1)]
+
+
+def test_origins_are_normalised_and_only_http_urls_have_one():
+    from lti_service.lti.outbound import OutboundError, fetch, origin
+
+    assert origin("HTTPS://LMS.Example:443/a?b") == "https://lms.example"
+    assert origin("http://127.0.0.2:5001/x") == "http://127.0.0.2:5001"
+    assert origin("http://[::1]:80/") == "http://[::1]"
+    for url in ("file:///etc/passwd", "gopher://x", "https://", "https://h:99999/", None, 7):
+        assert origin(url) is None
+    with pytest.raises(OutboundError, match="not one of the platform's registered origins"):
+        fetch("get", "file:///etc/passwd", origins={"https://lms.example"}, timeout=1)

@@ -6,13 +6,16 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from http.cookiejar import DefaultCookiePolicy
 from pathlib import Path
 from types import SimpleNamespace
 
 import requests
+from flask import Flask, request
 
+from lti_dev_platform.serving import ServerThread
 from tests.submissions import ROOT
 
 
@@ -26,7 +29,7 @@ class ToolProcess:
     """The tool with its own data directory; `cli` runs other subcommands against the same settings."""
 
     def __init__(self, data_dir: Path, port: int | None = None, **env: str) -> None:
-        self.port = port or free_port()
+        self.port, self.data_dir = port or free_port(), data_dir
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT), **env}
         self.log = data_dir / "tool.log"
@@ -40,11 +43,19 @@ class ToolProcess:
         return process
 
     def cli(self, *args: str) -> str:
-        result = subprocess.run(
-            [sys.executable, "-m", "lti_service", *args], env=self.env, capture_output=True, text=True, timeout=60
-        )
+        result = self._run_cli(args)
         assert result.returncode == 0, result.stderr
         return result.stdout
+
+    def cli_fails(self, *args: str) -> str:
+        """A subcommand that must fail; its error message."""
+        result = self._run_cli(args)
+        assert result.returncode != 0, result.stdout
+        return result.stderr
+
+    def _run_cli(self, args: tuple[str, ...]) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "lti_service", *args]
+        return subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=60)
 
     def register_platform(self, issuer: str, client_id: str, deployment_id: str) -> None:
         self.cli(
@@ -118,6 +129,30 @@ class PlatformProcess:
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=20)
+
+
+class RecordingServer:
+    """A web server on a loopback address of its own that records every request it gets ("GET /path");
+    subclasses add their answers in `routes`."""
+
+    def __init__(self, host: str) -> None:
+        self.requests: list[str] = []
+        self._lock = threading.Lock()
+        app = Flask(f"recorder-{host}")
+        app.before_request(self._record)
+        self.routes(app)
+        self.server = ServerThread(app, host=host).start()
+        self.url = self.server.url
+
+    def _record(self) -> None:
+        with self._lock:
+            self.requests.append(f"{request.method} {request.path}")
+
+    def routes(self, app: Flask) -> None:
+        """Answers (none: 404 for everything)."""
+
+    def stop(self) -> None:
+        self.server.stop()
 
 
 LOOPBACK_IS_SECURE = DefaultCookiePolicy(secure_protocols=("https", "wss", "http"))

@@ -1,14 +1,14 @@
 """gradebook columns the tool finds or creates for links added without deep linking
 
 Revision ID: 0004_lms
-Revises: 0002
+Revises: 0003_security
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0004_lms"
-down_revision = "0002"
+down_revision = "0003_security"
 branch_labels = None
 depends_on = None
 

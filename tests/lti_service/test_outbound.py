@@ -1,0 +1,88 @@
+"""The tool contacts only the platform's registered origins, whatever URLs a launch carries, and never
+shows what a platform answered.
+
+The dev platform sends launches whose line item and roster URLs point at a "school" host (127.0.0.3),
+as Canvas's point at the school's domain rather than its issuer. Until the operator lists that host
+(`platform update --service-origin`) the tool must not contact it; once listed, its error answers reach
+nobody but as "HTTP 503", and its redirect to a third host (127.0.0.4) is not followed.
+"""
+
+from __future__ import annotations
+
+import pytest
+from flask import Flask, redirect
+
+from tests.lti_service.conftest import notebook_bytes, start_lms
+from tests.lti_service.tool import RecordingServer, wait_for
+
+SECRET = "SECRET-BODY-4f1c"
+
+
+class School(RecordingServer):
+    """Answers 503 with a body that must never be shown; sends roster requests to `elsewhere`."""
+
+    def __init__(self, host: str, elsewhere: str) -> None:
+        self.elsewhere = elsewhere
+        super().__init__(host)
+
+    def routes(self, app: Flask) -> None:
+        def answer(path: str):
+            if path.startswith("nrps/"):
+                return redirect(f"{self.elsewhere}/{path}", 302)
+            return f"<h1>{SECRET}</h1>", 503
+
+        app.add_url_rule("/<path:path>", "any", answer, methods=["GET", "POST"])
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, built_assignment):
+    elsewhere = RecordingServer("127.0.0.4")
+    school = School("127.0.0.3", elsewhere.url)
+    lms = start_lms(tmp_path_factory.mktemp("outbound"))
+    lms.hook("service-base", url=school.url)
+    yield lms, school, elsewhere
+    lms.tool.stop()
+    lms.platform.stop()
+    school.stop()
+    elsewhere.stop()
+
+
+def graded_and_passed_back(lms, user: str, link: str, status: str) -> None:
+    student = lms.open(user, link)
+    student.upload(notebook_bytes())
+    student.wait_graded(1)
+    wait_for(lambda: student.attempts()[0]["gradebook"] == status)
+    assert SECRET not in student.session.get(student.url).text
+
+
+def dashboard(lms, link: str) -> str:
+    html = lms.open("instructor-turing", link).html
+    assert SECRET not in html
+    return html
+
+
+def row(html: str, user: str) -> str:
+    return html.split(f'data-user="{user}">', 1)[1].split("</tr>", 1)[0]
+
+
+def test_service_urls_off_the_platforms_origins_are_never_contacted(setup):
+    lms, school, elsewhere = setup
+    graded_and_passed_back(lms, "student-ada", "elsewhere-1", "failed")
+    html = dashboard(lms, "elsewhere-1")
+    refusal = f"{school.url} is not one of the platform&#39;s registered origins"
+    assert refusal in html.split('id="roster"', 1)[0]  # the roster was not read
+    assert refusal in row(html, "student-ada")  # nor the score sent
+    assert school.requests == [] and elsewhere.requests == []
+
+
+def test_a_listed_service_origin_is_used_but_its_answers_stay_private(setup):
+    lms, school, elsewhere = setup
+    platform_id = lms.tool.cli("platform", "list").split()[0]
+    lms.tool.cli("platform", "update", platform_id, "--service-origin", school.url)
+    graded_and_passed_back(lms, "student-grace", "elsewhere-2", "failed, will retry")
+    html = dashboard(lms, "elsewhere-2")
+    assert "HTTP 503)" in row(html, "student-grace")
+    assert f"{elsewhere.url} is not one of the platform&#39;s registered origins" in html  # the roster's redirect
+    assert "GET /nrps/decode-101/memberships" in school.requests and "POST /ags/" in " ".join(school.requests)
+    assert elsewhere.requests == []
+    assert SECRET not in lms.tool.log.read_text()
