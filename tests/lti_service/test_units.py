@@ -210,3 +210,25 @@ def test_origins_are_normalised_and_only_http_urls_have_one():
         assert origin(url) is None
     with pytest.raises(OutboundError, match="not one of the platform's registered origins"):
         fetch("get", "file:///etc/passwd", origins={"https://lms.example"}, timeout=1)
+
+
+def test_hosted_canvas_is_added_with_todays_endpoints(tmp_path, monkeypatch, capsys):
+    from lti_service.cli import main
+    from lti_service.platforms import list_platforms
+
+    monkeypatch.setenv("DATA_DIR", str(tmp_path))
+    assert (
+        main(["platform", "add", "--canvas", "production", "--client-id", "10000000000042", "--deployment-id", "7"])
+        == 0
+    )
+    assert "platform update 1 --service-origin https://<your canvas>" in capsys.readouterr().out
+    (canvas,) = list_platforms(Services.from_config(Config(data_dir=tmp_path)).db)
+    assert (canvas.issuer, canvas.auth_login_url, canvas.auth_token_url, canvas.key_set_url) == (
+        "https://canvas.instructure.com",
+        "https://sso.canvaslms.com/api/lti/authorize_redirect",
+        "https://sso.canvaslms.com/login/oauth2/token",
+        "https://sso.canvaslms.com/api/lti/security/jwks",
+    )
+    with pytest.raises(SystemExit):  # without --canvas the four values are needed
+        main(["platform", "add", "--client-id", "c", "--deployment-id", "1"])
+    assert "needs --issuer, --auth-url, --token-url, --jwks-url" in capsys.readouterr().err
