@@ -71,8 +71,9 @@ class PlatformDirectory:
         return matches[0]
 
     def frame_origins(self) -> list[str]:
-        """Origins allowed to frame the tool: every registered platform's issuer and login URL."""
-        urls = [url for p in self.all() for url in (p.issuer, p.auth_login_url)]
+        """Origins allowed to frame the tool: every registered platform's issuer, login URL and service origins
+        (hosted Canvas shows courses on the school's domain, neither its issuer nor its sso login host)."""
+        urls = [url for p in self.all() for url in (p.issuer, p.auth_login_url, *(p.service_origins or []))]
         return sorted({o for o in map(origin, urls) if o})
 
 

@@ -228,6 +228,9 @@ def test_hosted_canvas_is_added_with_todays_endpoints(tmp_path, monkeypatch, cap
         "https://sso.canvaslms.com/login/oauth2/token",
         "https://sso.canvaslms.com/api/lti/security/jwks",
     )
+    assert main(["platform", "update", "1", "--service-origin", "https://school.instructure.com"]) == 0
+    frame_ancestors = Services.from_config(Config(data_dir=tmp_path)).platforms.frame_origins()
+    assert "https://school.instructure.com" in frame_ancestors  # Canvas frames the tool from the school's domain
     with pytest.raises(SystemExit):  # without --canvas the four values are needed
         main(["platform", "add", "--client-id", "c", "--deployment-id", "1"])
     assert "needs --issuer, --auth-url, --token-url, --jwks-url" in capsys.readouterr().err
