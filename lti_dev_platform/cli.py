@@ -25,6 +25,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     serve.add_argument("--dynamic", action="store_true", help="no pre-registered tool: use dynamic registration")
     serve.add_argument("--tool-register-url", help="with --dynamic: the tool registration URL to open")
     serve.add_argument("--test-hooks", action="store_true", help="serve the /_test/ routes")
+    serve.add_argument(
+        "--no-platform-storage", action="store_true", help="offer no LTI platform storage (as Moodle; Canvas does)"
+    )
+    serve.add_argument(
+        "--short-nrps-roles", action="store_true", help='roster roles as Moodle 4.5 sends them ("Learner")'
+    )
     return parser.parse_args(argv)
 
 
@@ -59,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         deployment_id=args.deployment_id,
         preregistered=not args.dynamic,
         test_hooks=args.test_hooks,
+        storage_target=None if args.no_platform_storage else PlatformSettings.storage_target,
+        short_nrps_roles=args.short_nrps_roles,
         tool_register_url=args.tool_register_url,
     )
     app = create_app(settings)

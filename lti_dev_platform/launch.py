@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import secrets
 import typing as t
-from urllib.parse import urlencode
+from datetime import UTC, datetime
+from urllib.parse import urlencode, urlsplit
 
 from flask import Blueprint, Response, redirect, render_template, request, url_for
 from lti1p3platform.ags import LtiAgs
 from lti1p3platform.nrps import LtiNrps
 
 from lti_dev_platform.platform import Platform, platform
-from lti_dev_platform.store import DEFAULT_RESOURCE_LINK, USERS, LaunchHint, Tool
+from lti_dev_platform.store import DEFAULT_RESOURCE_LINK, USERS, LaunchHint, ResourceLink, Tool
 
 bp = Blueprint("launch", __name__)
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim"
 SCOPE_LINEITEM_READONLY = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly"
+DUE_DATE_VARIABLES = {"$Canvas.assignment.dueAt.iso8601", "$ResourceLink.submission.endDateTime"}
 
 
 def error_page(message: str, status: int) -> tuple[str, int]:
@@ -51,6 +53,7 @@ def course_launch(context_id: str, user: str) -> t.Any:
             link = p.state.resource_link(context_id, request.args.get("resource_link", DEFAULT_RESOURCE_LINK))
             link_id, target, title = link.id, link.url or tool.launch_url, link.title
         hint_token = secrets.token_urlsafe(16)
+        storage_target = None if window else p.settings.storage_target  # the storage lives in the course page
         p.state.hints[hint_token] = LaunchHint(
             user=user,
             kind=kind,
@@ -58,18 +61,17 @@ def course_launch(context_id: str, user: str) -> t.Any:
             resource_link_id=link_id,
             target_link_uri=target,
             document_target="window" if window else "iframe",
+            storage_target=storage_target,
         )
-    login_url = add_query(
-        tool.login_url,
-        {
-            "iss": p.issuer,
-            "login_hint": user,
-            "target_link_uri": target,
-            "lti_message_hint": hint_token,
-            "client_id": tool.client_id,
-            "lti_deployment_id": tool.deployment_id,
-        },
-    )
+    login_params = {
+        "iss": p.issuer,
+        "login_hint": user,
+        "target_link_uri": target,
+        "lti_message_hint": hint_token,
+        "client_id": tool.client_id,
+        "lti_deployment_id": tool.deployment_id,
+    }
+    login_url = add_query(tool.login_url, {**login_params, **storage_param(storage_target)})
     if window:
         return redirect(login_url)
     window_url = url_for("launch.course_launch", context_id=context_id, user=user, **{**request.args, "window": "1"})
@@ -81,7 +83,27 @@ def course_launch(context_id: str, user: str) -> t.Any:
         login_url=login_url,
         window_url=window_url,
         frame_title=f"{title} (tool)",
+        storage_target=storage_target,
+        tool_origin=origin(tool.login_url),
     )
+
+
+def storage_param(storage_target: str | None) -> dict[str, str]:
+    """Canvas sends lti_storage_target with both the login initiation and the launch when it offers storage."""
+    return {"lti_storage_target": storage_target} if storage_target else {}
+
+
+def origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+@bp.get("/platform-storage")
+def platform_storage_frame() -> str:
+    """The frame that answers the tool's platform storage messages (Canvas's post_message_forwarding)."""
+    p = platform()
+    tool = p.state.tool
+    return render_template("platform_storage.html", tool_origin=origin(tool.login_url) if tool else "")
 
 
 def _check_auth_request(params: t.Mapping[str, str], tool: Tool, hints: dict[str, LaunchHint]) -> str | LaunchHint:
@@ -144,7 +166,7 @@ def id_token_claims(p: Platform, tool: Tool, hint: LaunchHint, nonce: str) -> di
             "locale": "en",
         },
     }
-    line_item_url = None
+    line_item_url, ags_level = None, "full"
     if hint.kind == "deeplink":
         claims[f"{LTI}/message_type"] = "LtiDeepLinkingRequest"
         data = secrets.token_urlsafe(16)
@@ -163,19 +185,33 @@ def id_token_claims(p: Platform, tool: Tool, hint: LaunchHint, nonce: str) -> di
         link = p.state.resource_link(course.id, hint.resource_link_id)
         claims[f"{LTI}/message_type"] = "LtiResourceLinkRequest"
         claims[f"{LTI}/resource_link"] = {"id": link.id, "title": link.title}
-        custom = dict(link.custom)
-        if link.due_at:
-            custom["due_at"] = link.due_at
+        custom = {name: substitute(value, link) for name, value in {**p.settings.tool_custom, **link.custom}.items()}
         if custom:
             claims[f"{LTI}/custom"] = custom
         if link.line_item_id:
             line_item_url = p.lineitem_url(course.id, link.line_item_id, tool)
-    ags = LtiAgs(p.lineitems_url(course.id, tool), line_item_url, allow_creating_lineitems=True)
-    ags_claim = ags.get_lti_ags_launch_claim()
-    ags_claim["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"]["scope"].insert(1, SCOPE_LINEITEM_READONLY)
-    claims.update(ags_claim)
+        ags_level = link.ags
+    if ags_level != "none":
+        ags = LtiAgs(p.lineitems_url(course.id, tool), line_item_url, allow_creating_lineitems=ags_level == "full")
+        ags_claim = ags.get_lti_ags_launch_claim()
+        scopes = ags_claim["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"]["scope"]
+        if SCOPE_LINEITEM_READONLY not in scopes:
+            scopes.insert(1, SCOPE_LINEITEM_READONLY)
+        claims.update(ags_claim)
     claims.update(LtiNrps(p.memberships_url(course.id)).get_lti_nrps_launch_claim())
     return claims
+
+
+def substitute(value: t.Any, link: ResourceLink) -> t.Any:
+    """Canvas's variable substitution for the due date: the link's due date in UTC, or the variable itself
+    (unexpanded, as Canvas sends it) when the link has none."""
+    if value not in DUE_DATE_VARIABLES or not link.due_at:
+        return value
+    try:
+        due = datetime.fromisoformat(link.due_at)
+    except ValueError:
+        return link.due_at
+    return due.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if due.tzinfo else link.due_at
 
 
 @bp.route("/auth", methods=["GET", "POST"])
@@ -190,8 +226,9 @@ def auth() -> t.Any:
         checked = _check_auth_request(params, tool, p.state.hints)
         if isinstance(checked, str):
             return error_page(f"Invalid authentication request: {checked}.", 400)
+        del p.state.hints[params["lti_message_hint"]]  # single-use, as Moodle's: a replay is refused
         claims = id_token_claims(p, tool, checked, params["nonce"])
-    fields = {"id_token": p.key.sign(claims, p.settings.id_token_lifetime)}
+    fields = {"id_token": p.key.sign(claims, p.settings.id_token_lifetime), **storage_param(checked.storage_target)}
     if "state" in params:
         fields["state"] = params["state"]
     html = render_template(

@@ -196,6 +196,8 @@ def _find_item(p: Platform, context_id: str, item_id: str) -> LineItem | Respons
 @bp.route("/ags/<context_id>/lineitems", methods=["GET", "POST"])
 def lineitems(context_id: str) -> Response:
     p = platform()
+    if request.method == "POST" and p.settings.lineitems_delay:
+        time.sleep(p.settings.lineitems_delay)  # a slow platform, so that concurrent creations overlap (tests)
     with p.state.lock:
         if request.method == "GET":
             denied = require_scope(p, SCOPE_LINEITEM, SCOPE_LINEITEM_READONLY) or check_type_id(p)
@@ -373,7 +375,7 @@ def memberships(context_id: str) -> Response:
                 "given_name": u.given_name,
                 "family_name": u.family_name,
                 "email": u.email,
-                "roles": [f"{LIS}/membership#{u.role}"],
+                "roles": [u.role] if p.settings.short_nrps_roles else [f"{LIS}/membership#{u.role}"],
                 "status": "Active",
             }
             for u in USERS.values()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -12,6 +12,12 @@ class PlatformSettings:
     ``base_url`` is the platform's own origin and doubles as the LTI issuer (``iss``), as in Moodle.
     With ``preregistered=False`` no tool is known until it completes LTI Dynamic Registration.
     ``test_hooks`` turns on the ``/_test/`` routes; never enable it for a demo someone else can reach.
+
+    How it behaves like a real LMS: ``storage_target`` names the frame that answers LTI platform storage
+    messages (Canvas's ``post_message_forwarding``; ``"_parent"`` for the course page itself; None: no
+    platform storage, like Moodle). ``short_nrps_roles`` sends roster roles as Moodle 4.5 does ("Learner").
+    ``tool_custom`` are the tool's custom fields as an administrator entered them (Canvas's developer key),
+    with Canvas's variable substitution. ``lineitems_delay`` slows line item creation (tests of races).
     ``tool_register_url`` is the tool's dynamic registration URL (the Decode tool's is a single-use invite
     from ``python -m lti_service platform invite``); without it ``/register/start`` asks for one.
     """
@@ -28,6 +34,10 @@ class PlatformSettings:
     tool_register_url: str | None = None
     jwks_timeout: float = 5.0
     id_token_lifetime: int = 300
+    storage_target: str | None = "post_message_forwarding"
+    short_nrps_roles: bool = False
+    tool_custom: dict[str, str] = field(default_factory=lambda: {"due_at": "$Canvas.assignment.dueAt.iso8601"})
+    lineitems_delay: float = 0.0
 
     def __post_init__(self) -> None:
         self.base_url = self.base_url.rstrip("/")

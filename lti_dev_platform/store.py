@@ -77,6 +77,9 @@ class ResourceLink:
     custom: dict[str, t.Any] = field(default_factory=dict)
     due_at: str | None = None
     line_item_id: str | None = None
+    ags: str = "full"
+    """what Assignment and Grade Services the launches offer: "full" (column management, Moodle's "grade sync
+    and column management"), "sync" (scores only: no line item scope) or "none" (no AGS claim)"""
 
 
 @dataclass
@@ -114,6 +117,7 @@ class LaunchHint:
     resource_link_id: str | None
     target_link_uri: str
     document_target: str
+    storage_target: str | None = None
 
 
 class PlatformState:
@@ -200,12 +204,15 @@ class PlatformState:
             self.next_resource_link += 1
             return link_id
 
-    def add_line_item(self, context_id: str, label: str, score_maximum: float, **extra: t.Any) -> LineItem:
+    def add_line_item(
+        self, context_id: str, label: str, score_maximum: float, attach: bool = True, **extra: t.Any
+    ) -> LineItem:
+        """A new line item; with ``attach`` (as Moodle does) the launches of its resource link name it."""
         with self.lock:
             item = LineItem(str(self.next_line_item), context_id, label, score_maximum, **extra)
             self.next_line_item += 1
             self.line_items[item.id] = item
-            if item.resource_link_id and (context_id, item.resource_link_id) in self.resource_links:
+            if attach and item.resource_link_id and (context_id, item.resource_link_id) in self.resource_links:
                 link = self.resource_links[(context_id, item.resource_link_id)]
                 link.line_item_id = link.line_item_id or item.id
             return item

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typing as t
+from dataclasses import asdict
 
 from flask import Blueprint, Response, jsonify, request
 
@@ -49,7 +50,8 @@ def due_date() -> Response:
 
 @bp.post("/resource-link")
 def resource_link() -> Response:
-    """Create a resource link, optionally without a line item (as when grading is off in the LMS)."""
+    """Create a resource link, optionally without a line item (as when grading is off in the LMS) and with
+    less AGS ("ags": "sync" without column management, "none" without the AGS claim)."""
     body: dict[str, t.Any] = request.get_json(force=True, silent=True) or {}
     if "resource_link_id" not in body:
         return json_error(400, "resource_link_id is required")
@@ -61,11 +63,46 @@ def resource_link() -> Response:
             title=body.get("title"),
             with_line_item=bool(body.get("line_item", True)),
         )
+        if body.get("ags") in ("full", "sync", "none"):
+            link.ags = body["ags"]
         if "due_at" in body:
             link.due_at = body["due_at"]
         if isinstance(body.get("custom"), dict):
             link.custom = dict(body["custom"])
         return jsonify({"context_id": link.context_id, "resource_link_id": link.id, "line_item_id": link.line_item_id})
+
+
+@bp.post("/line-item")
+def line_item() -> Response:
+    """A line item for a resource link that its launches do not name (as when a tool created it earlier)."""
+    body: dict[str, t.Any] = request.get_json(force=True, silent=True) or {}
+    p = platform()
+    with p.state.lock:
+        item = p.state.add_line_item(
+            body.get("context_id", "decode-101"),
+            body.get("label", "Existing column"),
+            float(body.get("score_maximum", 16)),
+            attach=False,
+            resource_link_id=body.get("resource_link_id"),
+            tag=body.get("tag"),
+        )
+        return jsonify(asdict(item))
+
+
+CONFIGURABLE = {"storage_target": (str, type(None)), "short_nrps_roles": (bool,), "lineitems_delay": (int, float)}
+
+
+@bp.post("/config")
+def config() -> Response:
+    """Change how the platform behaves (the PlatformSettings named in CONFIGURABLE); answers all of them."""
+    body: dict[str, t.Any] = request.get_json(force=True, silent=True) or {}
+    wrong = [name for name, value in body.items() if not isinstance(value, CONFIGURABLE.get(name, ()))]
+    if wrong:
+        return json_error(400, f"cannot set {wrong}; settable: {sorted(CONFIGURABLE)}")
+    settings = platform().settings
+    for name, value in body.items():
+        setattr(settings, name, value)
+    return jsonify({name: getattr(settings, name) for name in CONFIGURABLE})
 
 
 @bp.post("/service-base")

@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import jwt
 
@@ -19,18 +19,25 @@ from .keys import KeyStore
 from .lti.outbound import OutboundError, fetch, platform_origins
 
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 LINEITEM_READ_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly"
 NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 SCORE_CONTENT_TYPE = "application/vnd.ims.lis.v1.score+json"
+LINEITEM_CONTENT_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
+LINEITEMS_CONTENT_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
 TOKEN_MARGIN = 30  # seconds before expiry at which a cached token is no longer used
 
 
 class AgsError(Exception):
-    """A failed call to the platform; `retryable` for timeouts, 5xx and 401 (and 409, see post_score)."""
+    """A failed call to the platform; `retryable` for timeouts, 5xx and 401 (and 409, see post_score).
 
-    def __init__(self, message: str, retryable: bool) -> None:
+    `status` is the HTTP status when the platform answered; `reason` says what failed in a few words
+    without the platform's response body (for logs).
+    """
+
+    def __init__(self, message: str, retryable: bool, status: int | None = None, reason: str = "") -> None:
         super().__init__(message)
-        self.retryable = retryable
+        self.retryable, self.status, self.reason = retryable, status, reason or message
 
 
 def scores_url(lineitem_url: str) -> str:
@@ -38,6 +45,12 @@ def scores_url(lineitem_url: str) -> str:
     (`.../lineitem?type_id=1`): `/scores` goes on the path, before the query."""
     parts = urlsplit(lineitem_url)
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/scores"))
+
+
+def with_query(url: str, **params: str) -> str:
+    """The URL with more query parameters (a platform's URL may already carry some, as Moodle's do)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(query="&".join(filter(None, [parts.query, urlencode(params)]))))
 
 
 @dataclass
@@ -106,6 +119,21 @@ class AgsClient:
             return None
         return float(maximum) if isinstance(maximum, int | float) and maximum > 0 else None
 
+    def link_lineitems(self, platform: Platform, lineitems_url: str, resource_link_id: str) -> list[dict]:
+        """The line items the platform holds for a resource link."""
+        token = self.access_token(platform, [LINEITEM_SCOPE])
+        headers = {"Authorization": f"Bearer {token}", "Accept": LINEITEMS_CONTENT_TYPE}
+        url = with_query(lineitems_url, resource_link_id=resource_link_id)
+        items = self._call(platform, "get", url, expect=list, headers=headers)
+        return [item for item in items if isinstance(item, dict)]
+
+    def create_lineitem(self, platform: Platform, lineitems_url: str, lineitem: dict) -> dict:
+        """Create a line item (a gradebook column); the platform's copy, with its URL as "id"."""
+        token = self.access_token(platform, [LINEITEM_SCOPE])
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": LINEITEM_CONTENT_TYPE}
+        headers["Accept"] = LINEITEM_CONTENT_TYPE
+        return self._call(platform, "post", lineitems_url, json=lineitem, headers=headers)
+
     def post_score(self, platform: Platform, lineitem_url: str, score: dict) -> None:
         token = self.access_token(platform, [LINEITEM_READ_SCOPE, SCORE_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Content-Type": SCORE_CONTENT_TYPE}
@@ -116,15 +144,15 @@ class AgsClient:
                 self.forget_token(platform)
             raise
 
-    def _call(self, platform: Platform, method: str, url: str, **kwargs) -> dict:
-        """A request to one of the platform's origins; its JSON object. AgsError with a short reason (the
-        platform's answer body is never kept: it could reach the dashboard)."""
+    def _call(self, platform: Platform, method: str, url: str, expect: type = dict, **kwargs):
+        """A request to one of the platform's origins; its JSON body (an empty `expect` when it is not one).
+        AgsError with a short reason (the platform's answer body is never kept: it could reach the dashboard)."""
         try:
             reply = fetch(method, url, origins=platform_origins(platform), timeout=self.timeout, **kwargs)
         except OutboundError as error:
-            raise AgsError(f"{url}: {error.reason}", retryable=error.retryable) from None
+            raise AgsError(f"{url}: {error.reason}", retryable=error.retryable, reason=error.reason) from None
         if reply.status >= 400:
             retryable = reply.status >= 500 or reply.status in (401, 409, 429)
-            raise AgsError(f"{url}: HTTP {reply.status}", retryable=retryable)
+            raise AgsError(f"{url}: HTTP {reply.status}", retryable, status=reply.status, reason=f"HTTP {reply.status}")
         body = reply.json()
-        return body if isinstance(body, dict) else {}
+        return body if isinstance(body, expect) else expect()

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from .config import Config
 from .logs import configure_logging
 from .lti import invites
+from .lti.canvas import HOSTED_CANVAS
 from .lti.outbound import origin
+from .lti.registration import CANVAS_SERVICES
 from .platforms import add_platform, list_platforms, remove_platform, update_platform
 from .services import Services
 
@@ -33,12 +35,15 @@ def _parser() -> argparse.ArgumentParser:
         dest="action", required=True
     )
     add = platform.add_parser("add", help="register a platform (or add a deployment to a registered one)")
-    add.add_argument("--issuer", required=True)
+    add.add_argument(
+        "--canvas", choices=sorted(HOSTED_CANVAS), help="hosted Canvas: fills in the issuer and the three URLs"
+    )
+    add.add_argument("--issuer")
     add.add_argument("--client-id", required=True)
     add.add_argument("--deployment-id", action="append", required=True, help="repeat for several deployments")
-    add.add_argument("--auth-url", required=True, help="the platform's OIDC authorization endpoint")
-    add.add_argument("--token-url", required=True, help="the platform's OAuth2 token endpoint")
-    add.add_argument("--jwks-url", required=True, help="the platform's public keyset URL")
+    add.add_argument("--auth-url", help="the platform's OIDC authorization endpoint")
+    add.add_argument("--token-url", help="the platform's OAuth2 token endpoint")
+    add.add_argument("--jwks-url", help="the platform's public keyset URL")
     add.add_argument("--name", default="")
     update = platform.add_parser("update", help="change a registered platform's URLs, name or service origins")
     update.add_argument("id", type=int)
@@ -72,7 +77,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "platform" and args.action == "add":
+        _platform_endpoints(parser, args)
     configure_logging()
     config = Config()
     services = Services.from_config(config)
@@ -122,6 +130,20 @@ def run_worker(services: Services, workers: int) -> int:
     return 0
 
 
+def _platform_endpoints(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--canvas fills in what the other options leave out; without it all four are needed."""
+    if args.canvas:
+        hosted = HOSTED_CANVAS[args.canvas]
+        args.issuer = args.issuer or hosted.issuer
+        args.auth_url = args.auth_url or hosted.auth_login_url
+        args.token_url = args.token_url or hosted.auth_token_url
+        args.jwks_url = args.jwks_url or hosted.key_set_url
+    missing = [f"--{name.replace('_', '-')}" for name in ("issuer", "auth_url", "token_url", "jwks_url")
+               if not getattr(args, name)]  # fmt: skip
+    if missing:
+        parser.error(f"platform add needs {', '.join(missing)} (or --canvas for hosted Canvas)")
+
+
 def manage_platforms(services: Services, args: argparse.Namespace) -> int:
     try:
         return PLATFORM_ACTIONS[args.action](services, args)
@@ -137,6 +159,8 @@ def _add(services: Services, args: argparse.Namespace) -> int:
     )  # fmt: skip
     deployments = ", ".join(platform.deployment_ids)
     print(f"platform {platform.id}: {platform.issuer} client {platform.client_id} deployments {deployments}")
+    if args.canvas and not platform.service_origins:
+        print(CANVAS_SERVICES.format(id=platform.id))
     return 0
 
 

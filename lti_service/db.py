@@ -192,6 +192,19 @@ class BatchJob(LinkScoped, Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
+class LinkLineItem(LinkScoped, Base):
+    """The gradebook column the tool found or created for a link whose launches name none (a link added
+    without deep linking); the first launch claims the row until claimed_until while it asks the platform."""
+
+    __tablename__ = "link_lineitems"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    lineitem_url: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    claimed_until: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """why the last try to find or create the column failed"""
+
+
 class Database:
     """An engine and a session factory for one DATABASE_URL."""
 

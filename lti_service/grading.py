@@ -16,6 +16,7 @@ from autograder import GradeOptions, SandboxUnavailable, grade_submission
 
 from .db import Attempt, utcnow
 from .link_settings import SubmissionRules, due_at, link_key, load
+from .lti.lineitems import link_lineitem
 from .services import Services
 
 UPLOAD_RACE_RETRIES = 20  # each round stores at least one of the racing uploads
@@ -45,7 +46,7 @@ def _store_attempt(services: Services, launch, filename: str, data: bytes) -> tu
     digest = hashlib.sha256(data).hexdigest()
     key = dict(link_key(launch), user_id=launch.user_id)
     settings = load(services, link_key(launch))
-    ags = launch.claims.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint", {})
+    lineitem_url = link_lineitem(services, launch)
     with services.db.session() as session:
         existing = session.scalars(select(Attempt).filter_by(**key, sha256=digest)).first()
         if existing is not None:
@@ -55,7 +56,7 @@ def _store_attempt(services: Services, launch, filename: str, data: bytes) -> tu
         if rules.refusal:
             raise SubmissionRefused(rules.refusal)
         attempt = Attempt(**key, number=number, filename=filename[:300], notebook=data, sha256=digest)
-        attempt.user_name, attempt.lineitem_url = launch.user_name, ags.get("lineitem")
+        attempt.user_name, attempt.lineitem_url = launch.user_name, lineitem_url
         attempt.late_penalty = rules.late_penalty
         session.add(attempt)
     return attempt, True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .ags import NRPS_SCOPE, AgsClient, AgsError
 from .db import Platform
+from .lti import roles
 from .lti.outbound import OutboundError, fetch, platform_origins
 
 MEMBERSHIP = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
@@ -33,4 +34,6 @@ def members(ags: AgsClient, platform: Platform, url: str) -> list[dict]:
 
 
 def is_learner(member: dict) -> bool:
-    return any(str(role).endswith("#Learner") for role in member.get("roles", []))
+    """A student of the course, whichever role form the platform sends (Moodle sends "Learner")."""
+    member_roles = member.get("roles")
+    return isinstance(member_roles, list) and roles.is_learner(member_roles)

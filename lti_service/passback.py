@@ -8,6 +8,7 @@ the gradebook; "latest": the newest graded attempt counts.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
@@ -17,6 +18,7 @@ from .ags import AgsError
 from .db import Attempt, Passback, Platform, utcnow
 from .services import Services
 
+log = logging.getLogger("lti_service.passback")
 LEASE = dt.timedelta(seconds=60)  # a worker sending a row holds it this long
 MAX_BACKOFF = 3600.0
 
@@ -96,6 +98,7 @@ def send(services: Services, passback_id: int) -> float | None:
         maximum = services.ags.lineitem_maximum(platform, row.lineitem_url) or attempt.max_score
         services.ags.post_score(platform, row.lineitem_url, _score_body(services, row, attempt, maximum, timestamp))
     except AgsError as error:
+        _log_failed_try(platform, row, error)
         return _failed_try(services, row, error, timestamp)
     return _settle(
         services, row.id, status="sent", sent_score=attempt.final_score, last_timestamp=timestamp, sent_at=utcnow(),
@@ -122,6 +125,18 @@ def _next_timestamp(last: dt.datetime | None) -> dt.datetime:
     """Now, or just after the last timestamp sent: platforms reject a score not newer than the stored one."""
     now = utcnow().replace(microsecond=utcnow().microsecond // 1000 * 1000)
     return max(now, last + dt.timedelta(milliseconds=1)) if last else now
+
+
+def _log_failed_try(platform: Platform, row: Passback, error: AgsError) -> None:
+    """One JSON line per failed try: which platform, what it answered, in short (never a response body)."""
+    log.warning(
+        "passback try failed",
+        extra={
+            "event": "passback_failed", "platform": platform.issuer, "client_id": platform.client_id,
+            "passback": row.id, "try": row.tries + 1, "status": error.status, "reason": error.reason[:200],
+            "retryable": error.retryable,
+        },
+    )  # fmt: skip
 
 
 def _failed_try(services: Services, row: Passback, error: AgsError, timestamp: dt.datetime) -> float | None:

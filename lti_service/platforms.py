@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .lti.registration import RegisteredPlatform
 
 DIRECTORY_TTL = 5.0  # seconds a process may use its copy of the platforms table
+MISS_RELOAD_INTERVAL = 0.5  # at most one re-read per this many seconds because a lookup found nothing
 
 
 class PlatformDirectory:
@@ -23,14 +24,16 @@ class PlatformDirectory:
 
     Every launch looks platforms up several times (pylti1p3's registration and deployment checks, the
     Content-Security-Policy of each response); one query per few seconds serves them all. A platform
-    added or removed elsewhere is seen within DIRECTORY_TTL.
+    removed elsewhere is forgotten within DIRECTORY_TTL; a lookup that finds nothing reads the table again
+    (at most once per MISS_RELOAD_INTERVAL, so requests naming unknown issuers cannot each cost a query),
+    so a platform or deployment just added with the CLI is accepted at once.
     """
 
     def __init__(self, db: Database, ttl: float = DIRECTORY_TTL) -> None:
         self.db, self.ttl = db, ttl
         self._lock = threading.Lock()
         self._platforms: list[Platform] = []
-        self._loaded_at = float("-inf")
+        self._loaded_at = self._miss_reloaded_at = float("-inf")
 
     def all(self) -> list[Platform]:
         with self._lock:
@@ -38,19 +41,39 @@ class PlatformDirectory:
                 self._platforms, self._loaded_at = list_platforms(self.db), time.monotonic()
             return self._platforms
 
+    def _reload_after_miss(self) -> bool:
+        """Read the table again now, unless a miss did so less than MISS_RELOAD_INTERVAL ago."""
+        with self._lock:
+            now = time.monotonic()
+            if now - self._miss_reloaded_at < MISS_RELOAD_INTERVAL:
+                return False
+            self._platforms, self._loaded_at = list_platforms(self.db), now
+            self._miss_reloaded_at = now
+            return True
+
     def invalidate(self) -> None:
         """Forget the copy (after this process changed the table)."""
         with self._lock:
             self._loaded_at = float("-inf")
 
-    def find(self, issuer: str, client_id: str | None) -> Platform | None:
-        """The platform for an issuer and client id (or the issuer's only one when client_id is None)."""
+    def find(self, issuer: str, client_id: str | None, deployment_id: str | None = None) -> Platform | None:
+        """The platform for an issuer and client id (or the issuer's only one when client_id is None), and
+        with that deployment when one is named."""
+        found = self._find(issuer, client_id, deployment_id)
+        if found is None and self._reload_after_miss():
+            found = self._find(issuer, client_id, deployment_id)
+        return found
+
+    def _find(self, issuer: str, client_id: str | None, deployment_id: str | None) -> Platform | None:
         matches = [p for p in self.all() if p.issuer == issuer and (client_id is None or p.client_id == client_id)]
-        return matches[0] if len(matches) == 1 else None
+        if len(matches) != 1 or (deployment_id is not None and deployment_id not in (matches[0].deployment_ids or [])):
+            return None
+        return matches[0]
 
     def frame_origins(self) -> list[str]:
-        """Origins allowed to frame the tool: every registered platform's issuer and login URL."""
-        urls = [url for p in self.all() for url in (p.issuer, p.auth_login_url)]
+        """Origins allowed to frame the tool: every registered platform's issuer, login URL and service origins
+        (hosted Canvas shows courses on the school's domain, neither its issuer nor its sso login host)."""
+        urls = [url for p in self.all() for url in (p.issuer, p.auth_login_url, *(p.service_origins or []))]
         return sorted({o for o in map(origin, urls) if o})
 
 

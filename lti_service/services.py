@@ -9,6 +9,7 @@ from .config import Config
 from .db import Database
 from .keys import KeyStore
 from .lti.launch import JwksCache, LaunchServices
+from .lti.login import Logins
 from .lti.storage import DatabaseLaunchDataStorage
 from .lti.tool_conf import DatabaseToolConf
 from .migrate import upgrade
@@ -38,10 +39,8 @@ class Services:
         keys = KeyStore(config.keys_dir)
         keys.signing_key()  # generated on first start
         platforms = PlatformDirectory(db)
+        tool_conf, storage = DatabaseToolConf(platforms), DatabaseLaunchDataStorage(db)
         launches = LaunchServices(
-            DatabaseToolConf(platforms),
-            DatabaseLaunchDataStorage(db),
-            JwksCache(config.http_timeout),
-            config.clock_skew,
+            tool_conf, storage, Logins(storage, tool_conf), JwksCache(config.http_timeout), config.clock_skew
         )
         return cls(config, db, keys, AgsClient(keys, config.http_timeout), launches, platforms)

@@ -1,7 +1,13 @@
-"""The LTI 1.3 core on top of pylti1p3, framework-free except for the Flask request adapter.
+"""The LTI 1.3 core on top of pylti1p3.
 
 pylti1p3's known defects are handled here, each in one place: launch.py (replayed nonces, audience,
 clock skew, JWKS caching and key rotation, timeouts), tool_conf.py (a per-instance issuer table),
 storage.py (launch state kept server-side), deep_linking.py (complete content items), registration.py
 (LTI Dynamic Registration, which pylti1p3 lacks).
+
+What real platforms and browsers need, each in one place too: login.py and cookies.py (the OIDC login
+where third-party cookies are blocked: partitioned cookies, platform storage, a new window; single-use
+hints), roles.py (every role form, Moodle's short names included), lineitems.py (the gradebook column of
+a link added without deep linking, and what the platform's AGS grant allows), canvas.py (hosted Canvas's
+endpoints).
 """

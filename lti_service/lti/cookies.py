@@ -1,16 +1,20 @@
 """The OIDC state cookie, set so that it survives inside the LMS's iframe.
 
-A cookie set in a cross-site iframe is kept only with `SameSite=None; Secure`. pylti1p3 adds those only
-when the request is HTTPS; browsers also accept Secure cookies from loopback addresses (which are
-"potentially trustworthy"), so the local set-up of `make run` works in an iframe as it will over TLS.
+A cookie set in a cross-site iframe is kept only with `SameSite=None; Secure`, and where the browser blocks
+third-party cookies (Chrome's default in incognito windows and for a growing share of users, Firefox's
+strict mode) only if it is also `Partitioned` (CHIPS): kept for the tool inside this LMS's pages only, which
+is all a login needs. Safari keeps no third-party cookie at all, partitioned or not: there the login uses the
+platform's storage or a new window instead (login.py). Browsers accept Secure cookies from loopback
+addresses ("potentially trustworthy"), so the local set-up of `make run` behaves as it will over TLS.
 """
 
 from __future__ import annotations
 
 import ipaddress
 
-from flask import request
-from pylti1p3.contrib.flask.cookie import FlaskCookieService
+from flask import Response, request
+
+PREFIX = "lti1p3-state-"
 
 
 def _trustworthy() -> bool:
@@ -25,16 +29,25 @@ def _trustworthy() -> bool:
         return False
 
 
-class ToolCookieService(FlaskCookieService):
-    def update_response(self, response) -> None:
-        secure = _trustworthy()
-        for key, data in self._cookie_data_to_set.items():
-            response.set_cookie(
-                key,
-                data["value"],
-                max_age=data["exp"],
-                path="/",
-                httponly=True,
-                secure=secure,
-                samesite="None" if secure else "Lax",
-            )
+def set_state_cookie(response: Response, state: str, max_age: int) -> None:
+    """The cookie that ties the launch to the browser that started the login."""
+    secure = _trustworthy()
+    response.set_cookie(
+        PREFIX + state,
+        state,
+        max_age=max_age,
+        path="/",
+        httponly=True,
+        secure=secure,
+        samesite="None" if secure else "Lax",
+        partitioned=secure,
+    )
+
+
+def state_cookie(state: str) -> str | None:
+    return request.cookies.get(PREFIX + state)
+
+
+def any_state_cookie() -> bool:
+    """Whether this browser sent any of our state cookies (if none, it keeps no cookie for us here)."""
+    return any(name.startswith(PREFIX) for name in request.cookies)

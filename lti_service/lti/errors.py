@@ -92,6 +92,12 @@ REASONS: dict[str, tuple[int, str, str]] = {
         "The OIDC login needs iss, login_hint and target_link_uri (and client_id when an issuer has "
         "several registrations) from a registered platform.",
     ),
+    "login_expired": (
+        400,
+        "This login has expired, or this step of it was already used.",
+        "Open the assignment again from the course: a launch must complete within 10 minutes of opening it, "
+        "and each of its pages works once.",
+    ),
 }
 
 # pylti1p3's messages (checked in its source) for the checks this tool leaves to it.
@@ -104,9 +110,6 @@ PYLTI1P3_MESSAGES = {
     "message type": "bad_message",
     "validation failed": "bad_message",
     "Validator conflict": "bad_message",
-    "Could not find issuer": "login_invalid",
-    "Could not find login hint": "login_invalid",
-    "Could not find registration": "unknown_issuer",
 }
 
 

@@ -1,12 +1,15 @@
 """Validating an LTI 1.3 launch with pylti1p3, with its known defects fixed in one place.
 
-- A replayed id_token is rejected: the nonce is consumed atomically (once, after the signature checks).
+- A replayed id_token is rejected: its login (with the nonce) is consumed atomically, once, after the
+  signature checks.
 - The audience must contain our client id (pylti1p3 only compares aud[0]); several audiences need azp.
 - Up to CLOCK_SKEW seconds of platform clock drift is tolerated (pylti1p3 has no leeway).
 - Platform keys are cached per JWKS URL and refetched once (rate-limited) on an unknown kid, so a
   platform's key rotation works without a JWKS request on every launch. Every request has a timeout.
-- No state cookie at all means the browser blocked cookies in the LMS iframe: CookiesBlocked lets the
-  view offer a new-window launch instead of failing.
+- The launch must belong to a login of this tool (login.py) and come back to the browser that started it:
+  with the state cookie, or, for a login that stored its state in the platform's storage, by a page that
+  reads it back from there (PlatformStorageCheck) before the launch is confirmed. The nonce must be the
+  login's own.
 """
 
 from __future__ import annotations
@@ -18,27 +21,33 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import jwt
-from flask import request
 from jwcrypto.jwk import JWK
 from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskRequest
 from pylti1p3.exception import LtiException
 
-from .cookies import ToolCookieService
+from .cookies import any_state_cookie, state_cookie
 from .errors import LaunchError
+from .login import Login, Logins
 from .outbound import OutboundError, fetch, platform_origins
 from .storage import DatabaseLaunchDataStorage
 from .tool_conf import DatabaseToolConf
 
 JWKS_TTL = 3600
 JWKS_REFETCH_MIN_INTERVAL = 10
+STORAGE_CHECK_LIFETIME = 300  # seconds the launch page may take to confirm the state from platform storage
 
 
 class CookiesBlocked(Exception):
-    """The launch came back without our state cookie: third-party cookies are blocked in the iframe."""
+    """The launch came back without any state cookie, although the login's cookie check passed."""
 
-    def __init__(self, login_params: dict | None) -> None:
-        super().__init__("state cookie missing")
-        self.login_params = login_params or {}
+
+class PlatformStorageCheck(Exception):
+    """The launch is authentic; its state must still be read back from the platform's storage in the browser
+    (the login kept it there), and then confirmed with LaunchServices.confirmed_claims."""
+
+    def __init__(self, login: Login) -> None:
+        super().__init__("state in platform storage")
+        self.login = login
 
 
 class JwksCache:
@@ -88,17 +97,12 @@ def _find(keyset: dict, kid: str, alg: str) -> dict | None:
 
 
 class ToolMessageLaunch(FlaskMessageLaunch):
-    def __init__(
-        self,
-        tool_conf: DatabaseToolConf,
-        storage: DatabaseLaunchDataStorage,
-        jwks: JwksCache,
-        clock_skew: int,
-    ) -> None:
-        request_adapter = FlaskRequest()
-        cookies = ToolCookieService(request_adapter)
-        super().__init__(request_adapter, tool_conf, cookie_service=cookies, launch_data_storage=storage)
-        self._storage, self._jwks, self._clock_skew = storage, jwks, clock_skew
+    def __init__(self, services: LaunchServices) -> None:
+        super().__init__(FlaskRequest(), services.tool_conf, launch_data_storage=services.storage)
+        self._storage, self._jwks, self._clock_skew = services.storage, services.jwks, services.clock_skew
+        self._logins = services.logins
+        self.login: Login | None = None
+        self.needs_storage_check = False
 
     def validate(self) -> ToolMessageLaunch:
         """pylti1p3's checks in a safer order: the nonce is consumed only once the token is authentic."""
@@ -117,17 +121,23 @@ class ToolMessageLaunch(FlaskMessageLaunch):
         except Exception:
             self._validated = False
             raise
-        self._storage.consume(f"lti1p3-{self._get_request_param('state')}")  # the login's state: done with
         return self
 
     def validate_state(self) -> ToolMessageLaunch:
+        """The launch belongs to a login of ours, and the browser's cookie (or else the platform's storage,
+        checked later in the browser) shows it is the browser that started that login."""
         state = self._get_request_param("state")
         if not state:
             raise LaunchError("missing_state")
-        cookie = self._cookie_service.get_cookie(state)
-        if cookie is None and not any(name.startswith("lti1p3-state-") for name in request.cookies):
-            raise CookiesBlocked(self._session_service.get_state_params(state))
-        if cookie != state:
+        self.login = self._logins.get(state)
+        if self.login is None:  # never ours, expired, or its launch already accepted
+            raise LaunchError("replayed_nonce")
+        cookie = state_cookie(state)
+        if cookie is None and self.login.storage_target:
+            self.needs_storage_check = True
+        elif cookie is None and not any_state_cookie():
+            raise CookiesBlocked()
+        elif cookie != state:
             raise LaunchError("state_mismatch")
         return self
 
@@ -138,8 +148,9 @@ class ToolMessageLaunch(FlaskMessageLaunch):
         return body.get("azp") or (aud[0] if isinstance(aud, list) and aud else aud)
 
     def validate_nonce(self) -> ToolMessageLaunch:
+        """The token's nonce is its login's, and the login is used once (the only write of a launch check)."""
         nonce = self._get_jwt_body().get("nonce")
-        if not nonce or not self._storage.consume(f"lti1p3-nonce-{nonce}"):
+        if not nonce or nonce != self.login.nonce or not self._logins.finish(self.login):
             raise LaunchError("replayed_nonce")
         return self
 
@@ -184,11 +195,24 @@ class LaunchServices:
 
     tool_conf: DatabaseToolConf
     storage: DatabaseLaunchDataStorage
+    logins: Logins
     jwks: JwksCache
     clock_skew: int
 
     def validated_claims(self) -> dict:
-        """Validate the launch in the current Flask request; its claims, or LaunchError/CookiesBlocked."""
-        launch = ToolMessageLaunch(self.tool_conf, self.storage, self.jwks, self.clock_skew)
+        """Validate the launch in the current Flask request; its claims, or LaunchError, CookiesBlocked, or
+        PlatformStorageCheck (the claims then wait, server-side, for confirmed_claims)."""
+        launch = ToolMessageLaunch(self)
         launch.validate()
-        return launch.get_launch_data()
+        claims = launch.get_launch_data()
+        if launch.needs_storage_check:
+            self.storage.set_value(f"lti1p3-verify-{launch.login.state}", claims, exp=STORAGE_CHECK_LIFETIME)
+            raise PlatformStorageCheck(launch.login)
+        return claims
+
+    def confirmed_claims(self, state: str) -> dict:
+        """The claims of a launch whose state the browser read back from the platform's storage (once)."""
+        claims = self.storage.take(f"lti1p3-verify-{state}") if state else None
+        if not isinstance(claims, dict):
+            raise LaunchError("login_expired")
+        return claims

@@ -1,5 +1,5 @@
 """Bounds on what an anonymous OIDC login may store: `/lti/login` is the one endpoint anybody can call
-that writes (pylti1p3 keeps a nonce and the login's parameters for every login until the launch).
+that writes (login.py keeps every login, with its nonce, until the launch).
 
 - Each login parameter has at most MAX_PARAM characters and the request at most MAX_REQUEST bytes; a
   larger login is refused (413) before its body is read or anything is stored.
@@ -20,7 +20,7 @@ from .storage import DatabaseLaunchDataStorage, client_address
 
 MAX_PARAM = 2048  # characters; Canvas's lti_message_hint (a JWT) is the longest real one, under 1000
 MAX_REQUEST = 16 * 1024
-ROWS_PER_LOGIN = 2  # the nonce and the state's parameters
+ROWS_PER_LOGIN = 2  # the login (login.py) and its one-time ticket
 
 
 def login_params(names: Iterable[str]) -> dict[str, str]:

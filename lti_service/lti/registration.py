@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..ags import LINEITEM_READ_SCOPE, NRPS_SCOPE, SCORE_SCOPE
+from ..ags import LINEITEM_READ_SCOPE, LINEITEM_SCOPE, NRPS_SCOPE, SCORE_SCOPE
+from .canvas import HOSTED_CANVAS
 from .outbound import OutboundError, fetch, origin
 
 LTI_PLATFORM = "https://purl.imsglobal.org/spec/lti-platform-configuration"
 LTI_TOOL = "https://purl.imsglobal.org/spec/lti-tool-configuration"
 SCOPES = [
-    "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+    LINEITEM_SCOPE,
     LINEITEM_READ_SCOPE,
     "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly",
     SCORE_SCOPE,
@@ -131,11 +132,7 @@ def register(openid_configuration_url: str, registration_token: str | None, urls
 #   kept the default lti_iss, Canvas in development mode) is refused with CANVAS_HINT;
 # - Canvas serves line items and rosters from the school's Canvas domain, which its configuration does not
 #   name: `platform update --service-origin` adds it (CANVAS_SERVICES, shown once registered).
-CANVAS_ISSUERS = {
-    "https://canvas.instructure.com",
-    "https://canvas.beta.instructure.com",
-    "https://canvas.test.instructure.com",
-}
+CANVAS_ISSUERS = {hosted.issuer for hosted in HOSTED_CANVAS.values()}
 CANVAS_HINT = (
     " Canvas keeps the issuer https://canvas.instructure.com unless its administrator sets lti_iss to the "
     "Canvas's own address; register such a Canvas by hand instead (README: Registering with an LMS)."

@@ -71,6 +71,11 @@ class DatabaseLaunchDataStorage(LaunchDataStorage[t.Any]):
             )
             return result.rowcount == 1
 
+    def take(self, key: str) -> t.Any:
+        """A live key's value, deleted as it is read: for exactly one caller, however many race."""
+        value = self.get_value(key)
+        return value if value is not None and self.consume(key) else None
+
     def live_rows(self, client: str) -> int:
         """Unexpired rows stored by one client's logins."""
         live = (KeyValue.client == client) & (KeyValue.expires_at > utcnow())

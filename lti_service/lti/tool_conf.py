@@ -57,7 +57,6 @@ class DatabaseToolConf(ToolConfAbstract):
     def find_deployment_by_params(
         self, iss: str, deployment_id: str, client_id: str | None, *args, **kwargs
     ) -> Deployment | None:
-        platform = self.platform(iss, client_id)
-        if platform is None or deployment_id not in (platform.deployment_ids or []):
+        if self.platforms.find(iss, client_id or None, deployment_id) is None:
             return None
         return Deployment().set_deployment_id(deployment_id)

@@ -5,26 +5,33 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import secrets
-from urllib.parse import urlencode
 
-from flask import Blueprint, redirect, render_template, request, url_for
-from pylti1p3.contrib.flask import FlaskOIDCLogin, FlaskRequest
-from pylti1p3.exception import LtiException, OIDCException
+from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
 
 from ..db import Launch, utcnow
 from ..lti import invites, login_limits
-from ..lti.cookies import ToolCookieService
+from ..lti.cookies import set_state_cookie, state_cookie
 from ..lti.errors import LaunchError
-from ..lti.launch import CookiesBlocked
+from ..lti.launch import CookiesBlocked, PlatformStorageCheck
+from ..lti.lineitems import ensure_column
+from ..lti.login import LOGIN_LIFETIME, LOGIN_PARAMS, Login
 from ..lti.registration import CANVAS_SERVICES, RegistrationError, ToolUrls, is_canvas, register
 from ..platforms import PlatformConflict, insert_platform
-from . import services
+from . import queue, services
 
 bp = Blueprint("lti", __name__, url_prefix="/lti")
 log = logging.getLogger("lti_service.lti")
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
-LOGIN_PARAMS = ("iss", "login_hint", "target_link_uri", "lti_message_hint", "lti_deployment_id", "client_id")
 LAUNCH_LIFETIME = dt.timedelta(hours=8)
+STORAGE_CHECK_HEADER = "X-LTI-Storage-Check"  # sent by static/platform_storage.js
+COOKIES_BLOCKED = (
+    "Your browser blocks cookies from this site, so the assignment cannot open even in its own window. "
+    "Allow cookies for this site in your browser's settings."
+)
+COOKIE_LOST = (
+    "Your browser did not keep this tool's login cookie inside the course page. Your course administrator "
+    "can make the tool open in a new window, where this does not happen."
+)
 
 
 def tool_urls() -> ToolUrls:
@@ -38,17 +45,56 @@ def tool_urls() -> ToolUrls:
 
 @bp.route("/login", methods=["GET", "POST"])
 def login():
-    """OIDC third-party initiated login: remember the login parameters, redirect to the platform."""
-    launch = services().launches
-    params = login_limits.login_params(LOGIN_PARAMS)
-    login_limits.admit(launch.storage, services().config.login_limit_per_client, services().config.login_limit_total)
-    request_adapter = FlaskRequest()
-    cookies = ToolCookieService(request_adapter)
-    oidc = FlaskOIDCLogin(request_adapter, launch.tool_conf, cookie_service=cookies, launch_data_storage=launch.storage)
-    try:
-        return oidc.pass_params_to_launch(params).redirect(url_for("lti.launch", _external=True))
-    except (LtiException, OIDCException) as error:
-        raise LaunchError.from_pylti1p3(error) from None
+    """OIDC third-party initiated login: remember it, set the state cookie and check it came back (continue)."""
+    launches, config = services().launches, services().config
+    params = login_limits.login_params((*LOGIN_PARAMS, "lti_storage_target"))
+    login_limits.admit(launches.storage, config.login_limit_per_client, config.login_limit_total)
+    started = launches.logins.start(params)
+    return _with_state_cookie(redirect(url_for("lti.login_continue", state=started.state)), started)
+
+
+@bp.get("/login/continue")
+def login_continue():
+    """On to the platform if the state cookie came back; else platform storage, else a new window."""
+    login = services().launches.logins.get(request.args.get("state"))
+    if login is None:
+        raise LaunchError("login_expired")
+    stored = request.args.get("stored") == "1" and login.storage_target
+    if stored or state_cookie(login.state) == login.state:
+        return _to_platform(login)
+    if login.new_window:
+        return render_template("message.html", heading="Cookies are blocked", message=COOKIES_BLOCKED), 400
+    window_url = url_for("lti.login_window", state=login.state)
+    if login.storage_target:
+        next_url = url_for("lti.login_continue", state=login.state, stored=1)
+        return render_template("platform_storage.html", action="put", login=login, next_url=next_url,
+                               window_url=window_url)  # fmt: skip
+    return render_template("new_window.html", window_url=window_url)
+
+
+@bp.get("/login/window")
+def login_window():
+    """The new window: a fresh login (its own state and cookie, first-party here) with the platform's hint,
+    which the iframe never sent to the platform."""
+    logins = services().launches.logins
+    login = logins.get(request.args.get("state"))
+    if login is None or not logins.take_ticket(login):
+        raise LaunchError("login_expired")
+    fresh = logins.start(login.params, new_window=True)
+    return _with_state_cookie(redirect(url_for("lti.login_continue", state=fresh.state)), fresh)
+
+
+def _with_state_cookie(response: Response, login: Login) -> Response:
+    set_state_cookie(response, login.state, LOGIN_LIFETIME)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _to_platform(login: Login) -> Response:
+    """The OIDC authentication request, once per login: the platform's hint may be single-use."""
+    if not services().launches.logins.take_ticket(login):
+        raise LaunchError("login_expired")
+    return redirect(login.authorization_url(url_for("lti.launch", _external=True)))
 
 
 @bp.post("/launch")
@@ -56,14 +102,36 @@ def launch():
     """Validate the id_token and start this user's session on the page for the launch."""
     try:
         claims = services().launches.validated_claims()
-    except CookiesBlocked as blocked:
-        new_window = url_for("lti.login", _external=True) + "?" + urlencode(blocked.login_params)
-        return render_template("cookies_blocked.html", new_window_url=new_window)
+    except PlatformStorageCheck as check:
+        next_url = url_for("lti.launch_verify")
+        return render_template("platform_storage.html", action="check", login=check.login, next_url=next_url)
+    except CookiesBlocked:
+        return render_template("message.html", heading="The assignment cannot open here", message=COOKIE_LOST), 400
+    return redirect(_open(claims), 303)
+
+
+@bp.post("/launch/verify")
+def launch_verify():
+    """The launch page read the state back from the platform's storage: open the launch.
+
+    Only the tool's own script may ask (a custom header: a form on another site cannot send one), so a
+    launch is never confirmed for a browser whose platform storage does not hold the login's state."""
+    same_origin = request.headers.get("Sec-Fetch-Site", "same-origin") == "same-origin"
+    if request.headers.get(STORAGE_CHECK_HEADER) != "1" or not same_origin:
+        abort(403, "Only the launch page can confirm a launch.")
+    claims = services().launches.confirmed_claims(request.form.get("state", ""))
+    return {"url": _open(claims)}
+
+
+def _open(claims: dict) -> str:
+    """Record the validated launch; the URL of its first page."""
     record = _store_launch(claims)
     log.info("launch", extra={"event": "launch", "launch": record.id[:8], "type": record.message_type})
     if record.message_type == "LtiDeepLinkingRequest":
-        return redirect(url_for("pages.deep_link", launch_id=record.id), 303)
-    return redirect(url_for("pages.assignment", launch_id=record.id), 303)
+        return url_for("pages.deep_link", launch_id=record.id)
+    for passback_id in ensure_column(services(), record):
+        queue().send_score(passback_id)
+    return url_for("pages.assignment", launch_id=record.id)
 
 
 def _store_launch(claims: dict) -> Launch:

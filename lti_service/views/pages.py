@@ -16,15 +16,14 @@ from ..db import Attempt, Launch, Passback, Platform, utcnow
 from ..grading import SubmissionRefused, create_attempt
 from ..link_settings import SubmissionRules, rules_for
 from ..lti.deep_linking import presentation_target, resource_link_item, response_jwt
+from ..lti.lineitems import gradebook_problem
+from ..lti.roles import is_course_staff
 from ..passback import counting_attempt
 from . import queue, services
 from .downloads import NOTEBOOK_TYPE, file_download
 
 bp = Blueprint("pages", __name__, url_prefix="/a")
-LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
-CONTEXT_ROLES = "http://purl.imsglobal.org/vocab/lis/v2/membership"  # roles in this course, not the institution
-STAFF_ROLES = {"Instructor", "TeachingAssistant", "Administrator", "ContentDeveloper"}
 PASSBACK_LABELS = {"sent": "sent to the gradebook", "pending": "pending", "failed": "failed"}
 UNSETTLED = ("pending", "failed, will retry")  # the page keeps watching an attempt while its grade travels
 
@@ -47,9 +46,8 @@ def check_csrf(launch: Launch) -> None:
 
 
 def is_staff(launch: Launch) -> bool:
-    """Course staff by their role in this course (membership#Instructor, membership/Instructor#TeachingAssistant
-    ...); an institution-wide role such as institution/person#Instructor does not make a learner staff here."""
-    return any(role.startswith(CONTEXT_ROLES) and role.rsplit("#", 1)[-1] in STAFF_ROLES for role in launch.roles)
+    """Course staff by their role in this course (see lti/roles.py)."""
+    return is_course_staff(launch.roles)
 
 
 @bp.get("/<launch_id>")
@@ -76,12 +74,12 @@ def assignment_page(launch: Launch, error: str | None = None) -> str:
         launch=launch,
         title=services().config.assignment_title,
         points=services().assignment_points(),
-        due_at=launch.claims.get(LTI + "custom", {}).get("due_at"),
         rules=rules,
         attempts=attempt_rows(launch, rules),
         csrf_token=csrf_token(launch),
         max_mb=services().config.max_upload_bytes / 1024 / 1024,
         staff=is_staff(launch),
+        gradebook_problem=gradebook_problem(services(), launch),
         error=error,
     )
 

@@ -8,6 +8,7 @@ from sqlalchemy import select
 from .. import batches, charts, dashboard
 from ..db import Attempt, Launch, Passback
 from ..link_settings import link_key, load, save
+from ..lti.lineitems import gradebook_problem
 from . import queue, services
 from .downloads import NOTEBOOK_TYPE, csv_download, file_download
 from .pages import check_csrf, csrf_token, current_launch, is_staff
@@ -39,6 +40,7 @@ def dashboard_page(launch: Launch, message: str | None = None) -> str:
         settings=load(services(), link_key(launch)),
         jobs=[batches.progress(job) for job in batches.recent(services(), link_key(launch))],
         csrf_token=csrf_token(launch),
+        gradebook_problem=gradebook_problem(services(), launch, for_staff=True),
         message=message,
     )
 

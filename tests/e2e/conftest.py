@@ -1,8 +1,10 @@
-"""Real-browser fixtures: one LMS (dev platform + tool) per module and headless Chromium with its own profile.
+"""Real-browser fixtures: one LMS (dev platform + tool) per module and headless Chromium.
 
 Chromium comes from Debian (/usr/bin/chromium); Playwright only drives it (never `playwright install`).
-The tool (127.0.0.1) in the platform's iframe (127.0.0.2) is a third party: whether its state cookie is kept
-is a profile preference, written before the browser starts.
+The tool (127.0.0.1) in the platform's iframe (127.0.0.2) is a third party. `browser` is a default context,
+which blocks third-party cookies (Chromium does in Playwright's contexts, as in incognito windows) but keeps
+partitioned ones. `frame_cookies_blocked_browser` keeps no cookie at all for the tool inside the platform's
+pages, partitioned or not, as Safari: a profile preference written before the browser starts.
 """
 
 from __future__ import annotations
@@ -32,9 +34,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 # Chromium's CookieControlsMode: 0 allows third-party cookies, 1 blocks them, 2 blocks them in incognito only
-# (so 2 does not block in this persistent profile; measured with Chromium 156). The old boolean is kept too.
-ALLOW_THIRD_PARTY_COOKIES = {"profile": {"cookie_controls_mode": 0, "block_third_party_cookies": False}}
-BLOCK_THIRD_PARTY_COOKIES = {"profile": {"cookie_controls_mode": 1, "block_third_party_cookies": True}}
+# (so 2 does not block in a persistent profile; measured with Chromium 156). The old boolean is kept too.
+BLOCK_THIRD_PARTY_COOKIES = {"cookie_controls_mode": 1, "block_third_party_cookies": True}
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
 STRETCH = "(frame, height) => [frame.style.height, (frame.style.height = `${height + 4}px`)][0]"  # -> old height
 TIMEOUT_MS = 15_000  # any single step (navigation, element); grading has its own, longer wait
@@ -64,34 +65,35 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
-def launch_chromium(playwright, user_data_dir: Path, preferences: dict) -> BrowserContext:
-    """Chromium with a fresh profile whose Preferences are written first (the third-party cookie setting)."""
-    (user_data_dir / "Default").mkdir(parents=True)
-    (user_data_dir / "Default" / "Preferences").write_text(json.dumps(preferences))
-    context = playwright.chromium.launch_persistent_context(
-        str(user_data_dir),
-        executable_path=str(CHROMIUM),
-        args=CHROMIUM_ARGS,
-        headless=True,
-        accept_downloads=True,
-        viewport={"width": 1280, "height": 900},
-    )
-    context.set_default_timeout(TIMEOUT_MS)
-    return context
+CONTEXT_OPTIONS = {"accept_downloads": True, "viewport": {"width": 1280, "height": 900}}
 
 
 @pytest.fixture(scope="module")
-def browser(playwright, tmp_path_factory) -> Iterator[BrowserContext]:
-    """A browser that allows third-party cookies (the tool works inside the LMS iframe)."""
-    context = launch_chromium(playwright, tmp_path_factory.mktemp("chromium"), ALLOW_THIRD_PARTY_COOKIES)
+def browser(playwright) -> Iterator[BrowserContext]:
+    """A default browser context: third-party cookies blocked, partitioned ones kept."""
+    chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+    context = chromium.new_context(**CONTEXT_OPTIONS)
+    context.set_default_timeout(TIMEOUT_MS)
     yield context
     context.close()
+    chromium.close()
 
 
 @pytest.fixture(scope="module")
-def strict_browser(playwright, tmp_path_factory) -> Iterator[BrowserContext]:
-    """A browser that blocks third-party cookies (Chrome's incognito default, Safari, Firefox's strict mode)."""
-    context = launch_chromium(playwright, tmp_path_factory.mktemp("chromium-strict"), BLOCK_THIRD_PARTY_COOKIES)
+def frame_cookies_blocked_browser(playwright, tmp_path_factory, lms) -> Iterator[BrowserContext]:
+    """A browser that keeps no cookie for the tool inside the platform's pages, partitioned or not (as Safari):
+    third-party cookies blocked, and a site exception that blocks the tool's cookies under the platform. The
+    tool is still a first party in a window of its own."""
+    frame_rule = f"{lms.tool.url},{lms.platform.url}"  # primary pattern (the cookie's site), top-level site
+    cookies = {"exceptions": {"cookies": {frame_rule: {"setting": 2}}}}
+    preferences = {"profile": {**BLOCK_THIRD_PARTY_COOKIES, "content_settings": cookies}}
+    user_data_dir = tmp_path_factory.mktemp("chromium-frame-cookies-blocked")
+    (user_data_dir / "Default").mkdir()
+    (user_data_dir / "Default" / "Preferences").write_text(json.dumps(preferences))
+    context = playwright.chromium.launch_persistent_context(
+        str(user_data_dir), executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True, **CONTEXT_OPTIONS
+    )
+    context.set_default_timeout(TIMEOUT_MS)
     yield context
     context.close()
 

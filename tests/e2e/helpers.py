@@ -18,7 +18,11 @@ def course_launch(lms: Lms, user: str, context_id: str = "decode-101", **params:
 
 
 def tool_frame(page: Page) -> Frame:
-    """The frame the LMS shows the tool in (the same Frame object across its navigations)."""
+    """The frame the LMS shows the tool in, once the launch has settled there. A launch moves the frame
+    across sites (the tool's login, the platform's /auth, the tool's launch): Chromium gives it a new
+    process at each move, and a Frame taken in the middle can be one that no longer answers (Playwright
+    then waited forever, whatever its timeout)."""
+    page.wait_for_load_state("networkidle")
     frame = page.wait_for_selector("iframe").content_frame()
     assert frame is not None
     return frame

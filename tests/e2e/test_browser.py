@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import urljoin
 
-from playwright.sync_api import expect
+import pytest
+import requests
+from playwright.sync_api import Frame, Page, expect
 
+from lti_dev_platform.client import parse_page
 from tests.e2e.a11y import assert_accessible, check_instructor_dashboard_accessibility
 from tests.e2e.helpers import course_launch, fraction, tool_frame, upload
 from tests.lti_service.conftest import notebook_bytes
@@ -21,6 +25,7 @@ from tests.submissions import QUESTIONS, STUDENT_NOTEBOOK
 TITLE = "Decode: one token at a time"
 GRADING_TIMEOUT_MS = 90_000  # a notebook graded in the sandbox, from upload to score
 SIXTEEN_OF_SIXTEEN = re.compile(r"^16(\.0+)? / 16(\.0+)?$")
+PLATFORM_SITE = "http://127.0.0.2"  # the partition of cookies set inside the platform's pages
 
 # Records, in the page, every status an attempt shows (the server's render, then app.js's updates).
 WATCH_STATUSES = """() => {
@@ -60,6 +65,10 @@ def test_instructor_adds_the_assignment_then_a_student_is_graded_live(lms, page,
     expect(frame.locator("h1")).to_have_text(TITLE)
     expect(frame.locator("p.meta").first).to_contain_text("signed in as Ada Lovelace")
     expect(frame.locator("#attempts")).to_contain_text("No attempts yet.")
+    # This default context blocks third-party cookies: the login's state cookie was kept because it is
+    # partitioned (kept for the tool inside the platform's pages only).
+    state_cookies = [c for c in page.context.cookies(lms.tool.url) if c["name"].startswith("lti1p3-state-")]
+    assert state_cookies and {c.get("partitionKey") for c in state_cookies} == {PLATFORM_SITE}, state_cookies
     screenshot(page, "student-before")
     assert_accessible(frame)
 
@@ -155,38 +164,110 @@ def test_wrong_uploads_show_an_error_and_save_nothing(lms, page, screenshot, tmp
     assert page.request.get(frame.url.split("/a/")[0] + attempts_url).json()["attempts"] == []
 
 
-def test_blocked_third_party_cookies_open_the_assignment_in_a_new_window(lms, strict_browser, screenshot, tmp_path):
-    page = strict_browser.new_page()
-    popup = None
+@pytest.mark.parametrize("way", ["platform storage", "new window"])
+def test_without_any_cookie_in_the_iframe_the_launch_still_completes(
+    lms, frame_cookies_blocked_browser, screenshot, tmp_path, way
+):
+    """A browser that keeps no cookie for the tool inside the course page (as Safari): where the platform
+    offers storage, the tool keeps its login state there and works in the iframe; otherwise the iframe
+    offers a new window, which completes with the platform's single-use hint."""
+    browser, context_id = frame_cookies_blocked_browser, f"course-{way.replace(' ', '-')}"
+    lms.hook("config", storage_target="post_message_forwarding" if way == "platform storage" else None)
+    page, windows = browser.new_page(), []
     try:
-        page.goto(course_launch(lms, "student-grace", resource_link="decode-e2e-window"))
-        frame = tool_frame(page)
-        expect(frame.locator("h1")).to_have_text("Open the assignment in a new window")
-        link = frame.locator("#new-window")
-        expect(link).to_have_attribute("target", "_blank")
-        screenshot(page, "new-window-offer")
-        assert_accessible(frame)
+        page.goto(course_launch(lms, "instructor-turing", context_id=context_id, kind="deeplink"))
+        tool = open_tool(page, way, windows, screenshot)
+        expect(tool.locator("h1")).to_have_text("Add an assignment to your course")
+        tool.get_by_role("button", name="Add to the course").click()
+        expect(tool.locator("h1")).to_have_text("Activities added")
+        (item,) = [i for i in lms.state()["line_items"] if i["context_id"] == context_id]
 
-        with strict_browser.expect_page() as popup_info:
-            link.click()
-        popup = popup_info.value
-        expect(popup.locator("h1")).to_have_text(TITLE)
-        expect(popup.locator("p.meta").first).to_contain_text("signed in as Grace")
-        expect(popup.locator("#upload-form")).to_be_visible()
-        screenshot(popup, "new-window-assignment")
-        assert_accessible(popup)
-
+        page.goto(course_launch(lms, "student-ada", context_id=context_id, resource_link=item["resource_link_id"]))
+        tool = open_tool(page, way, windows, screenshot)
+        expect(tool.locator("h1")).to_have_text(TITLE)
+        expect(tool.locator("p.meta").first).to_contain_text("signed in as Ada Lovelace")
+        assert not [c for c in browser.cookies() if c.get("partitionKey") == PLATFORM_SITE]  # none in the iframe
+        screenshot(tool if way == "new window" else page, "assignment")
         solved = tmp_path / "decode.ipynb"
         solved.write_bytes(notebook_bytes())
-        upload(popup, solved)
-        graded = popup.locator(".attempt[data-status=graded]")
+        upload(tool, solved)
+        graded = tool.locator(".attempt[data-status=graded]")
         graded.wait_for(timeout=GRADING_TIMEOUT_MS)
         expect(graded.locator(".score")).to_have_text(SIXTEEN_OF_SIXTEEN)
-        screenshot(popup, "new-window-graded")
+        expect(tool.locator(".attempt .gradebook")).to_have_text("sent to the gradebook", timeout=30_000)
+        (score,) = [s for s in lms.scores("student-ada") if s["line_item_id"] == item["id"]]
+        assert (score["score_given"], score["score_maximum"]) == (16.0, 16.0)
     finally:
-        if popup is not None:
-            popup.close()
+        lms.hook("config", storage_target="post_message_forwarding")
+        for window in [*windows, page]:
+            window.close()
+
+
+def test_platform_storage_in_the_course_page_itself_or_not_answering(lms, frame_cookies_blocked_browser):
+    """lti_storage_target "_parent" (the course page answers, as Sakai's); when the platform offers storage
+    but does not answer, the new window remains: the platform has not seen the login yet."""
+    page = frame_cookies_blocked_browser.new_page()
+    try:
+        lms.hook("config", storage_target="_parent")
+        page.goto(course_launch(lms, "student-grace", resource_link="decode-e2e-parent"))
+        expect(tool_frame(page).locator("h1")).to_have_text(TITLE)
+        silent = f"{lms.platform.url}/static/platform_storage.js"  # the course page will not answer
+        page.route(silent, lambda route: route.abort())
+        page.goto(course_launch(lms, "student-grace", resource_link="decode-e2e-parent"))
+        expect(tool_frame(page).locator("#new-window")).to_be_visible(timeout=10_000)  # after the tool gives up
+        expect(tool_frame(page).locator("#platform-storage")).to_contain_text("the course page did not answer")
+    finally:
+        lms.hook("config", storage_target="post_message_forwarding")
         page.close()
+
+
+def test_a_launch_from_another_browsers_login_is_not_opened(lms, frame_cookies_blocked_browser, screenshot):
+    """Login CSRF: an authentic id_token and state from someone else's login, posted into this browser's
+    course page, are checked against this browser's platform storage, which does not hold that state."""
+    attacker = requests.Session()  # keeps no cookie for the tool (plain HTTP), so the login uses storage
+    course_page = attacker.get(course_launch(lms, "student-ada", resource_link="decode-e2e-csrf"), timeout=10)
+    storage_page = attacker.get(parse_page(course_page).iframes[0], timeout=10).text
+    next_url = storage_page.split('data-next="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    platform_answer = attacker.get(urljoin(lms.tool.url, next_url), timeout=10)
+    (answer,) = [form for form in parse_page(platform_answer).forms if "id_token" in form.fields]
+
+    page = frame_cookies_blocked_browser.new_page()
+    try:
+        page.goto(course_launch(lms, "student-grace", resource_link="decode-e2e-csrf"))
+        frame = tool_frame(page)
+        expect(frame.locator("h1")).to_have_text(TITLE)  # Grace's own launch
+        frame.evaluate(POST_FORM, [answer.action, answer.fields])
+        expect(frame.get_by_role("alert")).to_contain_text("did not confirm that this browser started this login")
+        expect(frame.locator("#platform-storage")).to_contain_text("no value stored for this key")
+        screenshot(page, "foreign-launch-refused")
+        assert "signed in as Ada" not in frame.content()
+    finally:
+        page.close()
+
+
+POST_FORM = """([action, fields]) => {
+  const form = Object.assign(document.createElement("form"), { method: "post", action });
+  for (const [name, value] of Object.entries(fields)) {
+    form.append(Object.assign(document.createElement("input"), { type: "hidden", name, value }));
+  }
+  document.body.append(form);
+  form.submit();
+}"""
+
+
+def open_tool(page: Page, way: str, windows: list, screenshot) -> Frame | Page:
+    """The tool as the course page shows it: in its iframe, or in the new window the iframe offers."""
+    frame = tool_frame(page)
+    if way == "platform storage":
+        return frame
+    link = frame.locator("#new-window")
+    expect(link).to_be_visible()
+    screenshot(page, "new-window-offer")
+    assert_accessible(frame)
+    with page.context.expect_page() as popup:
+        link.click()
+    windows.append(popup.value)
+    return popup.value
 
 
 def test_the_gradebook_status_updates_live_when_the_passback_is_retried(lms, page, screenshot, tmp_path):

@@ -140,7 +140,9 @@ class FakeTool:
             )
             nonce = self.pending.pop(request.form["state"])
             assert claims["nonce"] == nonce
-            self.launches.append({"header": jwt.get_unverified_header(token), "claims": claims})
+            self.launches.append(
+                {"header": jwt.get_unverified_header(token), "claims": claims, "form": dict(request.form)}
+            )
             if claims[f"{LTI}/message_type"] == "LtiDeepLinkingRequest":
                 return_url = claims[f"{DL}/deep_linking_settings"]["deep_link_return_url"]
                 return (

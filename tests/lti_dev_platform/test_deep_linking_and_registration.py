@@ -30,7 +30,7 @@ def test_deep_link_adds_a_resource_link_with_line_item(running: Running) -> None
     client.launch(running.url, requests.Session(), user="student-ada", resource_link=link_id)
     claims = running.tool.launches[-1]["claims"]
     assert claims[f"{LTI}/resource_link"]["title"] == "Decode, part 2"
-    assert claims[f"{LTI}/custom"] == {"part": "2"}
+    assert claims[f"{LTI}/custom"] == {"part": "2", "due_at": "$Canvas.assignment.dueAt.iso8601"}
 
 
 def test_deep_link_return_rejects_forged_and_replayed_responses(running: Running) -> None:

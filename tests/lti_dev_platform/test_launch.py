@@ -31,7 +31,7 @@ def test_student_launch_carries_the_lms_claims(running: Running) -> None:
     assert claims[f"{LTI}/resource_link"] == {"id": "decode-1", "title": "Decode assignment"}
     assert claims[f"{LTI}/context"]["id"] == "decode-101"
     assert claims[f"{LTI}/launch_presentation"]["document_target"] == "iframe"
-    assert f"{LTI}/custom" not in claims
+    assert claims[f"{LTI}/custom"] == {"due_at": "$Canvas.assignment.dueAt.iso8601"}  # unexpanded: no due date
     endpoint = claims[f"{AGS}/claim/endpoint"]
     assert sorted(s.rsplit("/", 1)[1] for s in endpoint["scope"]) == [
         "lineitem",
@@ -47,13 +47,14 @@ def test_student_launch_carries_the_lms_claims(running: Running) -> None:
     }
 
 
-def test_due_date_is_sent_as_custom_claim(running: Running) -> None:
-    set_due = running.hook("due-date", {"resource_link_id": "decode-1", "due_at": "2030-01-31T23:59:00+00:00"})
+def test_due_date_is_sent_by_canvas_variable_substitution(running: Running) -> None:
+    """The tool's custom field due_at=$Canvas.assignment.dueAt.iso8601 becomes the link's due date in UTC."""
+    set_due = running.hook("due-date", {"resource_link_id": "decode-1", "due_at": "2030-02-01T01:59:00+02:00"})
     assert set_due.status_code == 200
 
     client.launch(running.url, requests.Session(), user="student-grace")
 
-    assert running.tool.launches[-1]["claims"][f"{LTI}/custom"] == {"due_at": "2030-01-31T23:59:00+00:00"}
+    assert running.tool.launches[-1]["claims"][f"{LTI}/custom"] == {"due_at": "2030-01-31T23:59:00Z"}
 
 
 def test_instructor_launch_and_window_variant(running: Running) -> None:
@@ -75,7 +76,7 @@ def test_instructor_launch_and_window_variant(running: Running) -> None:
 
 
 def _auth_params(running: Running) -> dict[str, str]:
-    """What the fake tool would send to /auth, taken from a real login initiation."""
+    """What the fake tool would send to /auth, taken from a real login initiation (a fresh hint each time)."""
     page = requests.get(client.course_launch_url(running.url), timeout=10)
     login_url = client.parse_page(page).iframes[0]
     login_params = {k: v[0] for k, v in parse_qs(urlsplit(login_url).query).items()}
@@ -96,21 +97,27 @@ def _auth_params(running: Running) -> dict[str, str]:
 
 
 def test_auth_rejects_what_moodle_rejects(running: Running) -> None:
-    good = _auth_params(running)
-    assert requests.get(f"{running.url}/auth", params=good, timeout=10).status_code == 200
+    assert requests.get(f"{running.url}/auth", params=_auth_params(running), timeout=10).status_code == 200
     bad_variants = {
-        "redirect_uri": f"{running.tool.url}/elsewhere",
-        "login_hint": "student-grace",
-        "nonce": "",
-        "response_mode": "query",
-        "client_id": "someone-else",
-        "lti_message_hint": "forged",
-        "scope": "profile",
+        "redirect_uri": (f"{running.tool.url}/elsewhere", "is not one of the registered"),
+        "login_hint": ("student-grace", "login_hint does not match"),
+        "nonce": ("", "nonce is required"),
+        "response_mode": ("query", "response_mode must be form_post"),
+        "client_id": ("someone-else", "unknown client_id"),
+        "lti_message_hint": ("forged", "lti_message_hint is missing or unknown"),
+        "scope": ("profile", "scope must include openid"),
     }
-    for key, value in bad_variants.items():
-        resp = requests.post(f"{running.url}/auth", data={**good, key: value}, timeout=10)
+    for key, (value, reason) in bad_variants.items():
+        resp = requests.post(f"{running.url}/auth", data={**_auth_params(running), key: value}, timeout=10)
         assert resp.status_code == 400, key
-        assert "Invalid authentication request" in resp.text
+        assert "Invalid authentication request" in resp.text and reason in resp.text, key
+
+
+def test_message_hints_are_single_use_like_moodles(running: Running) -> None:
+    params = _auth_params(running)
+    assert requests.post(f"{running.url}/auth", data=params, timeout=10).status_code == 200
+    replayed = requests.post(f"{running.url}/auth", data={**params, "state": "s2", "nonce": "n2"}, timeout=10)
+    assert replayed.status_code == 400 and "lti_message_hint is missing or unknown" in replayed.text
 
 
 def test_pages_have_one_heading_and_launch_links(running: Running) -> None:
@@ -120,3 +127,32 @@ def test_pages_have_one_heading_and_launch_links(running: Running) -> None:
         assert target in index
     assert "/register/start" in index and "/gradebook" in index
     assert requests.get(running.url + "/gradebook", timeout=10).text.count("<h1>") == 1
+
+
+def test_platform_storage_is_offered_to_framed_launches(running: Running) -> None:
+    """As Canvas: lti_storage_target names a frame of the course page (the login and the launch carry it)."""
+    page = requests.get(client.course_launch_url(running.url), timeout=10)
+    login_url, storage_frame = client.parse_page(page).iframes
+    assert parse_qs(urlsplit(login_url).query)["lti_storage_target"] == ["post_message_forwarding"]
+    assert '<iframe name="post_message_forwarding"' in page.text
+    frame = requests.get(storage_frame, timeout=10).text
+    assert f'data-tool-origin="{running.tool.url}"' in frame and "platform_storage.js" in frame
+    script = requests.get(f"{running.url}/static/platform_storage.js", timeout=10)
+    assert script.status_code == 200 and "lti.get_data" in script.text
+
+    client.open_tool(requests.Session(), login_url)
+    assert running.tool.launches[-1]["form"]["lti_storage_target"] == "post_message_forwarding"
+
+    whole_window = requests.get(client.course_launch_url(running.url) + "&window=1", allow_redirects=False)
+    assert "lti_storage_target" not in whole_window.headers["Location"]  # no course page around it to ask
+
+
+def test_platform_storage_can_be_off_or_the_course_page_itself(running: Running) -> None:
+    assert running.hook("config", {"storage_target": None}).json()["storage_target"] is None
+    page = requests.get(client.course_launch_url(running.url), timeout=10)
+    assert len(client.parse_page(page).iframes) == 1 and "lti_storage_target" not in page.text
+    running.hook("config", {"storage_target": "_parent"})
+    page = requests.get(client.course_launch_url(running.url), timeout=10)
+    assert "lti_storage_target=_parent" in page.text and "platform_storage.js" in page.text
+    assert running.hook("config", {"storage_target": 3}).status_code == 400
+    assert running.hook("config", {"no_such_setting": True}).status_code == 400

@@ -6,6 +6,7 @@ import time
 
 import requests
 
+from lti_dev_platform import client
 from tests.lti_dev_platform.conftest import Running
 from tests.lti_dev_platform.fake_tool import ToolKey
 
@@ -151,3 +152,24 @@ def test_nrps_lists_the_course_members(running: Running) -> None:
     assert members["student-ada"]["name"] == "Ada Lovelace"
     assert all(m["status"] == "Active" for m in members.values())
     assert members["instructor-turing"]["roles"] == ["http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"]
+
+
+def test_nrps_sends_short_role_names_like_moodle(running: Running) -> None:
+    assert running.hook("config", {"short_nrps_roles": True}).json()["short_nrps_roles"] is True
+    url = f"{running.url}/nrps/decode-101/memberships"
+    resp = requests.get(url, headers={"Authorization": f"Bearer {running.tool.access_token(NRPS)}"}, timeout=10)
+    roles = {m["user_id"]: m["roles"] for m in resp.json()["members"]}
+    assert roles == {"student-ada": ["Learner"], "student-grace": ["Learner"], "instructor-turing": ["Instructor"]}
+
+
+def test_links_offer_full_sync_only_or_no_assignment_and_grade_services(running: Running) -> None:
+    endpoint = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+    claims = {}
+    for ags in ("full", "sync", "none"):
+        assert running.hook("resource-link", {"resource_link_id": f"plain-{ags}", "line_item": False, "ags": ags})
+        client.launch(running.url, requests.Session(), resource_link=f"plain-{ags}")
+        claims[ags] = running.tool.launches[-1]["claims"].get(endpoint)
+    assert "lineitem" not in claims["full"] and claims["full"]["lineitems"].endswith("/lineitems?type_id=1")
+    assert f"{AGS}/lineitem" in claims["full"]["scope"] and SCORE in claims["full"]["scope"]
+    assert f"{AGS}/lineitem" not in claims["sync"]["scope"] and SCORE in claims["sync"]["scope"]
+    assert claims["none"] is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from lti_dev_platform.client import deep_link
 from tests.lti_service.conftest import notebook_bytes, start_lms
 from tests.lti_service.tool import browser_session, wait_for
@@ -53,7 +55,7 @@ def test_a_worse_later_attempt_does_not_lower_the_gradebook(lms):
     assert lms.scores("student-grace")[0]["score_given"] == 100.0
 
 
-def test_passback_is_retried_after_the_platform_fails(lms):
+def test_passback_is_retried_after_the_platform_fails_and_each_failure_is_logged(lms):
     lms.hook("resource-link", resource_link_id="decode-retry", line_item=True)
     page = lms.open("student-ada", "decode-retry")
     lms.hook("fail-scores", count=2, status=500)
@@ -61,6 +63,13 @@ def test_passback_is_retried_after_the_platform_fails(lms):
     page.wait_graded(1)
     assert wait_for(lambda: page.attempts()[0]["gradebook"] == "sent to the gradebook", timeout=30)
     assert [p["status"] for p in lms.score_posts("student-ada", "decode-retry")] == [500, 500, 200]
+    lines = [line for line in lms.tool.log.read_text().splitlines() if '"passback_failed"' in line]
+    events = [json.loads(line) for line in lines]
+    assert [(e["platform"], e["status"], e["reason"], e["try"]) for e in events] == [
+        (lms.platform.url, 500, "HTTP 500", 1),
+        (lms.platform.url, 500, "HTTP 500", 2),
+    ]
+    assert not [line for line in lines if "injected failure" in line]  # the platform's response body stays out
 
 
 def test_the_same_notebook_twice_makes_one_attempt(lms):

@@ -7,10 +7,11 @@ message each case needs; the dev platform covers the good paths.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import jwt
 import pytest
@@ -87,17 +88,28 @@ def setup(tmp_path_factory):
     platform.server.stop()
 
 
-def login(tool: ToolProcess, platform: SigningPlatform) -> tuple[requests.Session, str, str]:
-    """The OIDC login as the platform starts it; the browser session, state and nonce."""
-    session = browser_session()
-    params = {"iss": platform.issuer, "login_hint": "student-1", "target_link_uri": f"{tool.url}/lti/launch"}
-    response = session.get(f"{tool.url}/lti/login", params={**params, "client_id": CLIENT_ID}, allow_redirects=False)
+def login(
+    tool: ToolProcess, platform: SigningPlatform, session: requests.Session | None = None, **extra: str
+) -> tuple[requests.Session, str, str]:
+    """The OIDC login as the platform starts it, up to the redirect to the platform; session, state, nonce."""
+    session = session or browser_session()
+    response = session.get(f"{tool.url}/lti/login", params=login_params(tool, platform, **extra), allow_redirects=False)
+    assert response.status_code == 302, response.text
+    cookie = response.headers["Set-Cookie"]  # kept in the LMS iframe: loopback counts as a secure context
+    assert all(attribute in cookie for attribute in ("SameSite=None", "Secure", "HttpOnly", "Partitioned")), cookie
+    response = session.get(urljoin(tool.url, response.headers["Location"]), allow_redirects=False)  # the cookie check
     assert response.status_code == 302, response.text
     query = parse_qs(urlsplit(response.headers["Location"]).query)
+    assert response.headers["Location"].startswith(f"{platform.issuer}/auth?")
     assert query["redirect_uri"] == [f"{tool.url}/lti/launch"] and query["client_id"] == [CLIENT_ID]
-    cookie = response.headers["Set-Cookie"]  # kept in the LMS iframe: loopback counts as a secure context
-    assert "SameSite=None" in cookie and "Secure" in cookie and "HttpOnly" in cookie
     return session, query["state"][0], query["nonce"][0]
+
+
+def login_params(tool: ToolProcess, platform: SigningPlatform, **extra: str) -> dict[str, str]:
+    return {
+        "iss": platform.issuer, "login_hint": "student-1", "target_link_uri": f"{tool.url}/lti/launch",
+        "client_id": CLIENT_ID, "lti_message_hint": "hint-1", **extra,
+    }  # fmt: skip
 
 
 def post_launch(tool, session, state, token):
@@ -115,9 +127,9 @@ def test_a_valid_launch_opens_the_assignment(setup):
 
 def test_login_by_post_works_too(setup):
     platform, tool = setup
-    data = {"iss": platform.issuer, "login_hint": "student-1", "target_link_uri": f"{tool.url}/lti/launch"}
-    response = requests.post(f"{tool.url}/lti/login", data={**data, "client_id": CLIENT_ID}, allow_redirects=False)
-    assert response.status_code == 302 and response.headers["Location"].startswith(f"{platform.issuer}/auth?")
+    session = browser_session()
+    response = session.post(f"{tool.url}/lti/login", data=login_params(tool, platform))
+    assert response.status_code == 404 and response.url.startswith(f"{platform.issuer}/auth?")  # (no /auth here)
 
 
 def test_login_from_an_unknown_platform_is_refused(setup):
@@ -173,15 +185,93 @@ def test_missing_or_foreign_state_is_refused(setup):
     assert_refused(tool, post_launch(tool, session, other_state, token), "state_mismatch")
 
 
-def test_blocked_cookies_offer_a_new_window(setup):
-    """No state cookie came back (third-party cookies blocked): a new-window login, not an error."""
+def test_a_login_with_an_unknown_or_used_state_is_refused(setup):
+    platform, tool = setup
+    assert_refused(tool, requests.get(f"{tool.url}/lti/login/continue", params={"state": "forged"}), "login_expired")
+    session, state, nonce = login(tool, platform)
+    assert_refused(tool, session.get(f"{tool.url}/lti/login/continue", params={"state": state}), "login_expired")
+    assert_refused(tool, post_launch(tool, session, "forged", platform.token(nonce, tool.url)), "replayed_nonce")
+
+
+def test_a_launch_must_carry_its_own_logins_nonce(setup):
+    platform, tool = setup
+    session, state, _ = login(tool, platform)
+    _, _, other_nonce = login(tool, platform)
+    assert_refused(tool, post_launch(tool, session, state, platform.token(other_nonce, tool.url)), "replayed_nonce")
+
+
+def test_blocked_cookies_lead_to_a_new_window_before_the_hint_is_used(setup):
+    """The cookie check happens before the platform sees the login: the iframe (a browser that keeps no
+    cookie for the tool there) offers a new window, which sends the unused hint to the platform, once."""
+    platform, tool = setup
+    iframe = requests.Session()  # sends no Secure cookie over http: the cookie is lost, as in a blocking browser
+    response = iframe.get(f"{tool.url}/lti/login", params=login_params(tool, platform))
+    assert response.status_code == 200 and "Open the assignment in a new window" in response.text, response.text
+    assert not [r for r in response.history if r.headers["Location"].startswith(platform.issuer)]
+    window_url = urljoin(tool.url, page_link(response.text, "new-window"))
+
+    new_window = browser_session()  # the tool is first-party there: its cookie is kept
+    response = new_window.get(window_url, allow_redirects=False)
+    assert response.status_code == 302 and "Partitioned" in response.headers["Set-Cookie"]
+    response = new_window.get(urljoin(tool.url, response.headers["Location"]), allow_redirects=False)
+    query = parse_qs(urlsplit(response.headers["Location"]).query)
+    assert response.headers["Location"].startswith(f"{platform.issuer}/auth?") and query["lti_message_hint"] == [
+        "hint-1"
+    ]
+    assert (
+        post_launch(tool, new_window, query["state"][0], platform.token(query["nonce"][0], tool.url)).status_code == 303
+    )
+
+    again = new_window.get(window_url, allow_redirects=False)  # a second click must not replay the used hint
+    assert_refused(tool, again, "login_expired")
+
+
+def test_a_launch_that_lost_its_cookie_never_offers_to_replay_the_hint(setup):
     platform, tool = setup
     _, state, nonce = login(tool, platform)
-    response = post_launch(tool, browser_session(), state, platform.token(nonce, tool.url))
-    assert response.status_code == 200 and "Open the assignment in a new window" in response.text
-    link = response.text.split('id="new-window" href="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
-    query = parse_qs(urlsplit(link).query)
-    assert query["iss"] == [platform.issuer] and query["login_hint"] == ["student-1"]
+    response = post_launch(tool, requests.Session(), state, platform.token(nonce, tool.url))
+    assert response.status_code == 400 and "login cookie inside the course page" in response.text
+    assert "hint-1" not in response.text and "/lti/login" not in response.text
+
+
+def test_platform_storage_stands_in_for_the_cookie(setup):
+    """No cookie, but the platform offers storage: the launch opens only once the page confirms the state."""
+    platform, tool = setup
+    iframe = requests.Session()
+    response = iframe.get(f"{tool.url}/lti/login", params=login_params(tool, platform, lti_storage_target="_parent"))
+    assert response.status_code == 200 and 'data-action="put"' in response.text, response.text
+    fields = data_attributes(response.text)
+    assert (fields["target"], fields["origin"]) == ("_parent", platform.issuer)
+    assert fields["key"] == f"state-{fields['value']}"
+    response = iframe.get(urljoin(tool.url, fields["next"]), allow_redirects=False)  # after lti.put_data
+    query = parse_qs(urlsplit(response.headers["Location"]).query)
+    state, nonce = query["state"][0], query["nonce"][0]
+    assert state == fields["value"] and query["lti_message_hint"] == ["hint-1"]
+
+    launch = post_launch(tool, iframe, state, platform.token(nonce, tool.url))
+    assert launch.status_code == 200 and 'data-action="check"' in launch.text  # not opened yet
+    check = data_attributes(launch.text)
+    assert (check["key"], check["value"], check["origin"]) == (f"state-{state}", state, platform.issuer)
+    verify = urljoin(tool.url, check["next"])
+    assert iframe.post(verify, data={"state": state}).status_code == 403  # a form from anywhere: refused
+    cross_site = {"X-LTI-Storage-Check": "1", "Sec-Fetch-Site": "cross-site"}
+    assert iframe.post(verify, data={"state": state}, headers=cross_site).status_code == 403
+    confirmed = iframe.post(verify, data={"state": state}, headers={"X-LTI-Storage-Check": "1"})
+    assert confirmed.status_code == 200, confirmed.text
+    page = iframe.get(urljoin(tool.url, confirmed.json()["url"]))
+    assert page.status_code == 200 and "Download the notebook" in page.text
+    again = iframe.post(verify, data={"state": state}, headers={"X-LTI-Storage-Check": "1"})
+    assert_refused(tool, again, "login_expired")
+
+
+def page_link(html: str, element_id: str) -> str:
+    return html.split(f'id="{element_id}" href="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+
+
+def data_attributes(html: str) -> dict[str, str]:
+    """The data-* attributes of the platform storage element, unescaped."""
+    element = html.split('id="platform-storage"', 1)[1].split(">", 1)[0]
+    return {name: value.replace("&amp;", "&") for name, value in re.findall(r'data-([\w-]+)="([^"]*)"', element)}
 
 
 def assert_refused(tool: ToolProcess, response: requests.Response, code: str) -> None:

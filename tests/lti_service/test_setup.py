@@ -109,9 +109,13 @@ def test_state_cookie_is_samesite_none_and_secure_behind_a_tls_proxy(tmp_path, l
         headers = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "tool.example", "X-Forwarded-For": "10.0.0.1"}
         response = requests.get(f"{tool.url}/lti/login", params=params, headers=headers, allow_redirects=False)
         assert response.status_code == 302
-        assert "redirect_uri=https%3A%2F%2Ftool.example%2Flti%2Flaunch" in response.headers["Location"]
         cookie = response.headers["Set-Cookie"]
-        assert "SameSite=None" in cookie and "Secure" in cookie and "HttpOnly" in cookie
+        assert all(attribute in cookie for attribute in ("SameSite=None", "Secure", "HttpOnly", "Partitioned"))
+        name, value = cookie.split(";", 1)[0].split("=", 1)
+        onward = requests.get(  # the cookie check, then on to the platform
+            tool.url + response.headers["Location"], headers=headers, cookies={name: value}, allow_redirects=False
+        )
+        assert "redirect_uri=https%3A%2F%2Ftool.example%2Flti%2Flaunch" in onward.headers["Location"]
     finally:
         tool.stop()
 

@@ -68,20 +68,33 @@ def test_removing_a_platform_keeps_student_data_unless_asked(services):
         assert session.scalar(select(func.count(Attempt.id))) == 0
 
 
+LIS = "http://purl.imsglobal.org/vocab/lis/v2/"
+
+
 @pytest.mark.parametrize(
-    ("roles", "staff"),
+    ("roles", "staff", "learner"),
     [
-        (["membership#Instructor"], True),
-        (["membership/Instructor#TeachingAssistant"], True),
-        (["membership#Learner", "institution/person#Instructor"], False),
-        (["membership#Learner"], False),
+        ([f"{LIS}membership#Instructor"], True, False),
+        ([f"{LIS}membership/Instructor#TeachingAssistant"], True, False),
+        (["Instructor"], True, False),  # short context role names (Moodle's NRPS)
+        (["ContentDeveloper"], True, False),
+        ([f"{LIS}membership#Learner", f"{LIS}institution/person#Instructor"], False, True),
+        ([f"{LIS}institution/person#Instructor", f"{LIS}system/person#Administrator"], False, False),
+        ([f"{LIS}membership#Learner"], False, True),
+        ([f"{LIS}membership/Learner#NonCreditLearner"], False, True),
+        (["Learner"], False, True),
+        ([f"{LIS}institution/person#Student"], False, False),
+        (["Mentor", "urn:lti:role:ims/lis/Instructor", f"{LIS}membership#Instructorship"], False, False),
     ],
 )
-def test_staff_are_recognised_by_their_role_in_the_course(roles, staff):
+def test_roles_are_read_in_every_form_lti_allows(roles, staff, learner):
+    """Launches (is_staff) and rosters (is_learner) read roles in one place; an institution role gives no
+    course role."""
+    from lti_service.nrps import is_learner
     from lti_service.views.pages import is_staff
 
-    launch = Launch(roles=[f"http://purl.imsglobal.org/vocab/lis/v2/{role}" for role in roles])
-    assert is_staff(launch) is staff
+    assert is_staff(Launch(roles=roles)) is staff
+    assert is_learner({"user_id": "u", "roles": roles}) is learner
 
 
 def test_settings_are_validated():
@@ -98,6 +111,32 @@ def test_migrations_build_exactly_the_models_schema(tmp_path):
     url = f"sqlite:///{tmp_path / 'schema.db'}"
     upgrade(url)
     command.check(alembic_config(url))
+
+
+def test_a_platform_or_deployment_added_elsewhere_is_found_at_once(services):
+    """The CLI adds to the database; a running server's cached directory looks again when it finds nothing."""
+    from lti_service.platforms import PlatformDirectory
+
+    platforms, deployments = PlatformDirectory(services.db), PlatformDirectory(services.db)
+    add_platform(services.db, "https://lms.example", "c1", ["d1"], "a", "t", "j")
+    assert deployments.find("https://lms.example", "c1", "d1") is not None
+    assert [p.issuer for p in platforms.all()] == ["https://lms.example"]  # both directories hold a copy now
+    add_platform(services.db, "https://new.example", "c2", ["d1"], "a", "t", "j")
+    add_platform(services.db, "https://lms.example", "c1", ["d2"], "a", "t", "j")
+    assert platforms.find("https://new.example", "c2").client_id == "c2"
+    assert deployments.find("https://lms.example", "c1", "d2") is not None
+
+
+def test_unknown_issuers_cannot_make_every_lookup_read_the_database(services, monkeypatch):
+    from lti_service import platforms
+
+    directory = platforms.PlatformDirectory(services.db)
+    directory.all()
+    reads = []
+    monkeypatch.setattr(platforms, "list_platforms", lambda db: reads.append(1) or [])
+    for number in range(200):
+        assert directory.find(f"https://unknown-{number}.example", None) is None
+    assert len(reads) == 1  # one re-read per MISS_RELOAD_INTERVAL, however many unknown issuers
 
 
 def test_invite_lifetimes_are_short_durations():
@@ -171,3 +210,27 @@ def test_origins_are_normalised_and_only_http_urls_have_one():
         assert origin(url) is None
     with pytest.raises(OutboundError, match="not one of the platform's registered origins"):
         fetch("get", "file:///etc/passwd", origins={"https://lms.example"}, timeout=1)
+
+
+def test_hosted_canvas_is_added_with_todays_endpoints(tmp_path, monkeypatch, capsys):
+    from lti_service.cli import main
+    from lti_service.platforms import list_platforms
+
+    monkeypatch.setenv("DATA_DIR", str(tmp_path))
+    monkeypatch.setattr("lti_service.cli.configure_logging", lambda: None)  # leave pytest's logging alone
+    added = main(["platform", "add", "--canvas", "production", "--client-id", "10000000000042", "--deployment-id", "7"])
+    assert added == 0
+    assert "platform update 1 --service-origin https://<your canvas>" in capsys.readouterr().out
+    (canvas,) = list_platforms(Services.from_config(Config(data_dir=tmp_path)).db)
+    assert (canvas.issuer, canvas.auth_login_url, canvas.auth_token_url, canvas.key_set_url) == (
+        "https://canvas.instructure.com",
+        "https://sso.canvaslms.com/api/lti/authorize_redirect",
+        "https://sso.canvaslms.com/login/oauth2/token",
+        "https://sso.canvaslms.com/api/lti/security/jwks",
+    )
+    assert main(["platform", "update", "1", "--service-origin", "https://school.instructure.com"]) == 0
+    frame_ancestors = Services.from_config(Config(data_dir=tmp_path)).platforms.frame_origins()
+    assert "https://school.instructure.com" in frame_ancestors  # Canvas frames the tool from the school's domain
+    with pytest.raises(SystemExit):  # without --canvas the four values are needed
+        main(["platform", "add", "--client-id", "c", "--deployment-id", "1"])
+    assert "needs --issuer, --auth-url, --token-url, --jwks-url" in capsys.readouterr().err
