@@ -14,20 +14,20 @@ WRITE_TARGETS = ["/tmp", "/var/tmp", "/etc", "/usr", "/root", "/work", sys.prefi
 ARTIFACTS = ["results.json", "pwned-by-pickle", "written-by-student.txt", "filler-*"]
 
 
-def sandbox_processes(*_: object) -> list[int]:
-    """Pids of live processes running as one of the sandbox uids."""
+def sandbox_processes(*_: object) -> list[str]:
+    """Live processes running as one of the sandbox uids, described (pid, state, parent, command)."""
     base = Limits().sandbox_uid
-    pids = []
+    found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                status = (entry / "status").read_text()
-            except OSError:
+                status = dict(line.split(":", 1) for line in (entry / "status").read_text().splitlines())
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:100]
+            except (OSError, ValueError):
                 continue
-            uid = int(next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1])
-            if base <= uid < base + 64:
-                pids.append(int(entry.name))
-    return pids
+            if base <= int(status["Uid"].split()[0]) < base + 64:
+                found.append(f"{entry.name} {status['State'].strip()} ppid={status['PPid'].strip()} {command}")
+    return found
 
 
 def host_artifacts() -> set[str]:
