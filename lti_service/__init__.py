@@ -1,4 +1,5 @@
-"""The Decode assignment as an LTI 1.3 tool: launches from Canvas or Moodle, uploads, grading, passback."""
+"""Notebook assignments (Decode built in) as an LTI 1.3 tool: launches from Canvas or Moodle, uploads,
+grading, passback."""
 
 from __future__ import annotations
 
@@ -31,11 +32,10 @@ def create_app(config: Config | None = None, services: Services | None = None, q
     if config.trust_proxy:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1, x_port=1, x_prefix=1)
 
-    from .views import lti, pages, staff
+    from .views import assignments, lti, moves, pages, staff
 
-    app.register_blueprint(lti.bp)
-    app.register_blueprint(pages.bp)
-    app.register_blueprint(staff.bp)
+    for blueprint in (lti.bp, pages.bp, staff.bp, assignments.bp, moves.bp):
+        app.register_blueprint(blueprint)
     app.add_template_filter(_number, "number")
     app.register_error_handler(LaunchError, _launch_error)
     app.register_error_handler(RequestEntityTooLarge, _too_large)
@@ -58,10 +58,12 @@ def _launch_error(error: LaunchError):
 
 
 def _too_large(_error):
-    from flask import current_app
+    from flask import request
 
-    limit = current_app.extensions["services"].config.max_upload_bytes
-    return render_template("too_large.html", limit_mb=limit / 1024 / 1024), 413
+    limit = request.max_content_length - MULTIPART_OVERHEAD
+    return render_template(
+        "too_large.html", limit_mb=limit / 1024 / 1024, assignment=request.blueprint == "assignments"
+    ), 413
 
 
 def _http_error(error: HTTPException):

@@ -1,5 +1,5 @@
-"""`python -m lti_service ...`: serve, worker, platform add/update/invite/list/remove, keys rotate/list/remove,
-db upgrade."""
+"""`python -m lti_service ...`: serve, worker, platform add/update/invite/list/remove, assignment
+add/list/show/update/remove (assignments/cli.py), keys rotate/list/remove, db upgrade."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from .assignments import cli as assignment_cli
 from .config import Config
 from .logs import configure_logging
 from .lti import invites
@@ -20,7 +21,7 @@ from .services import Services
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m lti_service", description="The Decode LTI 1.3 tool.")
+    parser = argparse.ArgumentParser(prog="python -m lti_service", description="The notebook-grading LTI 1.3 tool.")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the web app (waitress) and, unless --no-worker, a grading worker")
     serve.add_argument("--host", default="127.0.0.1")
@@ -65,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     remove.add_argument("id", type=int)
     remove.add_argument("--delete-data", action="store_true", help="also delete its students' attempts and grades")
 
+    assignment_cli.add_parser(sub)
+
     keys = sub.add_parser("keys", help="manage the tool's signing keys").add_subparsers(dest="action", required=True)
     keys.add_parser("rotate", help="add a new signing key (the previous stays in the JWKS until removed)")
     keys.add_parser("list", help="list keys, newest last (the newest signs)")
@@ -92,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return manage_platforms(services, args)
     if args.command == "keys":
         return manage_keys(services, args)
+    if args.command == "assignment":
+        return assignment_cli.run(services, args)
     print(f"database at {config.sqlalchemy_url.split('@')[-1]} is up to date")
     return 0
 

@@ -29,15 +29,19 @@ class Config:
     autograder_zip: Path = field(
         default_factory=lambda: Path(_env("AUTOGRADER_ZIP", str(ROOT / "dist/autograder/decode-autograder.zip")))
     )
-    """AUTOGRADER_ZIP: the zip from `make assignment` (holds hidden tests: never served)"""
+    """AUTOGRADER_ZIP: the built-in assignment's zip from `make assignment`, stored as Decode's version 1"""
     student_notebook: Path = field(
         default_factory=lambda: Path(_env("STUDENT_NOTEBOOK", str(ROOT / "dist/student/decode.ipynb")))
     )
-    """STUDENT_NOTEBOOK: the notebook students download"""
+    """STUDENT_NOTEBOOK: the built-in assignment's student notebook, stored with its version 1"""
     assignment_title: str = field(default_factory=lambda: _env("ASSIGNMENT_TITLE", "Decode: one token at a time"))
-    """ASSIGNMENT_TITLE: shown to students and used as the gradebook column label"""
+    """ASSIGNMENT_TITLE: the built-in assignment's title (and the tool's name in LMS registrations)"""
     max_upload_bytes: int = field(default_factory=lambda: int(_env("MAX_UPLOAD_BYTES", str(5 * 1024 * 1024))))
     """MAX_UPLOAD_BYTES: larger uploads get 413 (default 5 MB)"""
+    max_assignment_bytes: int = field(default_factory=lambda: int(_env("MAX_ASSIGNMENT_BYTES", str(50 * 1024 * 1024))))
+    """MAX_ASSIGNMENT_BYTES: the files of one assignment course staff upload (default 50 MB)"""
+    course_assignments: bool = field(default_factory=lambda: _env("COURSE_ASSIGNMENTS", "1") == "1")
+    """COURSE_ASSIGNMENTS=0: only operators add assignments (CLI); by default course staff add their course's"""
     score_policy: str = field(default_factory=lambda: _env("SCORE_POLICY", "best"))
     """SCORE_POLICY: "best" (a worse later attempt never lowers the gradebook) or "latest\""""
     trust_proxy: bool = field(default_factory=lambda: _env("TRUST_PROXY", "0") == "1")

@@ -8,6 +8,7 @@ from sqlalchemy import select
 
 from . import nrps
 from .ags import AgsError
+from .assignments import links
 from .db import Attempt, Passback, Platform
 from .link_settings import link_key, load
 from .passback import counting_attempt
@@ -68,7 +69,7 @@ def build(services: Services, launch) -> Dashboard:
     rows.sort(key=lambda r: (r.submitted, r.name.lower()))
     counted = [counting_attempt(user_attempts, policy) for user_attempts in by_user.values()]
     counted = [a for a in counted if a is not None]
-    max_score = next((a.max_score for a in counted), None) or services.assignment_points()
+    max_score = next((a.max_score for a in counted), None) or links.version_for(services, launch).points
     return Dashboard(rows, roster_error, max_score, _question_rates(counted))
 
 

@@ -117,6 +117,10 @@ class Attempt(LinkScoped, Base):
     user_id: Mapped[str] = mapped_column(String(400), index=True)
     number: Mapped[int] = mapped_column(Integer)
     """1, 2, ... per user and link; unique, so concurrent uploads cannot both take the last allowed attempt"""
+    assignment_version_id: Mapped[int] = mapped_column(
+        ForeignKey("assignment_versions.id", name="fk_attempts_assignment_version")
+    )
+    """the assignment version it is graded against: its link's when it was uploaded, then when last graded"""
     lineitem_url: Mapped[str | None] = mapped_column(String(1000), nullable=True)
     batch_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     """the regrade batch this attempt is being graded again for, if any"""
@@ -203,6 +207,122 @@ class LinkLineItem(LinkScoped, Base):
     claimed_until: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     """why the last try to find or create the column failed"""
+
+
+class Assignment(Base):
+    """A notebook assignment the tool grades, in versions (assignments/). Offered to every course (added by
+    operators with the CLI) or to one course (added by its staff)."""
+
+    __tablename__ = "assignments"
+    __table_args__ = (UniqueConstraint("scope", "name"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    """Otter's assignment name: a submitted notebook must carry it"""
+    scope: Mapped[str] = mapped_column(String(450), default="")
+    """"" for every course, else "<platform id>:<context id>" of the one course (names are unique per scope)"""
+    platform_id: Mapped[int | None] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), nullable=True)
+    context_id: Mapped[str | None] = mapped_column(String(400), nullable=True)
+    builtin: Mapped[bool] = mapped_column(default=False)
+    """Decode, seeded from the build's outputs"""
+    retired_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    """removed while links used it: no longer offered for new links, still graded for those"""
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class AssignmentVersion(Base):
+    """One version of an assignment, never changed once stored: its files and what they hold."""
+
+    __tablename__ = "assignment_versions"
+    __table_args__ = (UniqueConstraint("assignment_id", "number"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(String(300))
+    """shown to students; the gradebook column's label"""
+    points: Mapped[float] = mapped_column(Float)
+    questions: Mapped[list] = mapped_column(JSON)
+    """[{"name", "points", "public", "hidden"}]: each question's points and numbers of public and hidden tests"""
+    requirements: Mapped[str] = mapped_column(Text, default="")
+    """the packages it needs beyond the grader's ("" for none)"""
+    environment: Mapped[str] = mapped_column(Text, default="")
+    """what preparing those packages did when it was added"""
+    autograder_zip: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
+    """every test, hidden ones included: never served"""
+    zip_sha256: Mapped[str] = mapped_column(String(64))
+    handout: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
+    """what students download: the student notebook, or a zip of it with the files it reads"""
+    handout_name: Mapped[str] = mapped_column(String(300))
+    source: Mapped[str] = mapped_column(String(40))
+    """how it was made: a master notebook, an autograder zip, or built in"""
+    created_by: Mapped[str] = mapped_column(String(400), default="")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class AssignmentLink(LinkScoped, Base):
+    """The assignment version a resource link is pinned to (at its first launch; moved only by its staff)."""
+
+    __tablename__ = "assignment_links"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("assignment_versions.id"))
+    bound_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class AssignmentBuild(Base):
+    """Files course staff uploaded in the browser, on their way to becoming an assignment version (a
+    background job builds and checks them); status queued, running, done or failed."""
+
+    __tablename__ = "assignment_builds"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    context_id: Mapped[str] = mapped_column(String(400))
+    assignment_id: Mapped[int | None] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"), nullable=True)
+    """the assignment this is a new version of (None: a new assignment)"""
+    kind: Mapped[str] = mapped_column(String(20))
+    """master (a master notebook and its files) or zip (an autograder zip and the student's files)"""
+    title: Mapped[str] = mapped_column(String(300), default="")
+    inputs: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
+    """the uploaded files (a zip), until the build ends"""
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+    step: Mapped[str] = mapped_column(Text, default="")
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("assignment_versions.id", ondelete="SET NULL"), nullable=True
+    )
+    created_by: Mapped[str] = mapped_column(String(400), default="")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    deadline: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class LinkMove(LinkScoped, Base):
+    """Staff moving a link to another version of its assignment: every attempt is graded against it first
+    (PreviewGrade), and the new scores replace the old ones only when staff confirm (status applied)."""
+
+    __tablename__ = "link_moves"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    from_version_id: Mapped[int] = mapped_column(ForeignKey("assignment_versions.id"))
+    to_version_id: Mapped[int] = mapped_column(ForeignKey("assignment_versions.id"))
+    status: Mapped[str] = mapped_column(String(20), default="regrading")
+    """regrading (until staff apply or cancel it), applied or cancelled"""
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class PreviewGrade(Base):
+    """One attempt graded against the version a link is moving to; status queued, grading, graded or failed."""
+
+    __tablename__ = "preview_grades"
+    __table_args__ = (UniqueConstraint("move_id", "attempt_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    move_id: Mapped[int] = mapped_column(ForeignKey("link_moves.id", ondelete="CASCADE"), index=True)
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    deadline: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    max_score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    result: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    feedback: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class Database:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from pathlib import Path
 
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from autograder import GradeOptions, SandboxUnavailable, grade_submission
 
+from .assignments import catalog, links
 from .db import Attempt, utcnow
 from .link_settings import SubmissionRules, due_at, link_key, load
 from .lti.lineitems import link_lineitem
@@ -47,6 +49,7 @@ def _store_attempt(services: Services, launch, filename: str, data: bytes) -> tu
     key = dict(link_key(launch), user_id=launch.user_id)
     settings = load(services, link_key(launch))
     lineitem_url = link_lineitem(services, launch)
+    version = links.pin(services, launch)
     with services.db.session() as session:
         existing = session.scalars(select(Attempt).filter_by(**key, sha256=digest)).first()
         if existing is not None:
@@ -56,6 +59,7 @@ def _store_attempt(services: Services, launch, filename: str, data: bytes) -> tu
         if rules.refusal:
             raise SubmissionRefused(rules.refusal)
         attempt = Attempt(**key, number=number, filename=filename[:300], notebook=data, sha256=digest)
+        attempt.assignment_version_id = version.id
         attempt.user_name, attempt.lineitem_url = launch.user_name, lineitem_url
         attempt.late_penalty = rules.late_penalty
         session.add(attempt)
@@ -79,27 +83,33 @@ def claim(services: Services, attempt_id: int) -> bool:
 
 
 def grade_attempt(services: Services, attempt_id: int) -> Attempt | None:
-    """Grade one attempt if it still needs grading (None when another worker has it or it is done)."""
+    """Grade one attempt if it still needs grading (None when another worker has it or it is done), against
+    the version its link is pinned to now."""
     if not claim(services, attempt_id):
         return None
     with services.db.session() as session:
         attempt = session.get(Attempt, attempt_id)
         data = attempt.notebook
-    try:
-        result = grade_submission(services.config.autograder_zip, data, GradeOptions(), label=attempt.filename)
-    except SandboxUnavailable as error:
-        return _finish(services, attempt_id, status="failed", error=f"the grader is not available: {error}")
-    if result.error:
-        return _finish(services, attempt_id, status="failed", error=result.error)
+    version = links.pinned(services.db, link_key(attempt))
+    zip_path = catalog.zip_path(services.config.data_dir, services.db, version)
     return _finish(
-        services,
-        attempt_id,
-        status="graded",
-        score=result.score,
-        max_score=result.max_score,
-        result=result.to_dict(),
-        feedback=result.to_dict(student_view=True),
+        services, attempt_id, assignment_version_id=version.id, **grade_notebook(zip_path, data, attempt.filename)
     )
+
+
+def grade_notebook(zip_path: Path, notebook: bytes, label: str) -> dict:
+    """Grade a notebook against an autograder zip: the values a grading sets (status, score, max_score, the
+    staff and student views, error)."""
+    try:
+        result = grade_submission(zip_path, notebook, GradeOptions(), label=label)
+    except SandboxUnavailable as error:
+        return dict(status="failed", error=f"the grader is not available: {error}")
+    if result.error:
+        return dict(status="failed", error=result.error)
+    return dict(
+        status="graded", score=result.score, max_score=result.max_score, result=result.to_dict(),
+        feedback=result.to_dict(student_view=True), error=None,
+    )  # fmt: skip
 
 
 def _finish(services: Services, attempt_id: int, **values) -> Attempt:

@@ -1,4 +1,4 @@
-"""The job queue: Huey on SQLite (embedded default) or Redis (QUEUE_URL), with three tasks.
+"""The job queue: Huey on SQLite (embedded default) or Redis (QUEUE_URL), with its tasks.
 
 The queue only carries ids; the database says what is left to do, so a lost or repeated task is
 harmless and the periodic sweep re-queues whatever a vanished worker left behind.
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from huey import Huey, RedisHuey, SqliteHuey, crontab
 
 from . import batches, grading, passback
+from .assignments import builds, moves
 from .db import Attempt, Launch, Passback, utcnow
 from .lti.storage import DatabaseLaunchDataStorage
 from .services import Services
@@ -27,6 +28,10 @@ class Queue:
     grade: object
     send_score: object
     sweep: object
+    grade_preview: object
+    """grade an attempt against the version its link is moving to (assignments/moves.py)"""
+    build_assignment: object
+    """build and store an assignment uploaded in the browser (assignments/builds.py)"""
 
     def consumer(self, workers: int = 2):
         """A Huey consumer: worker threads, and the scheduler for retries and the periodic sweep."""
@@ -69,5 +74,26 @@ def build_queue(services: Services) -> Queue:
         DatabaseLaunchDataStorage(services.db).purge_expired()
         with services.db.session() as session:
             session.query(Launch).filter(Launch.expires_at < utcnow()).delete()
+        sweep_assignments()
 
-    return Queue(huey, grade, send_score, sweep)
+    grade_preview, build_assignment, sweep_assignments = _assignment_tasks(huey, services)
+    return Queue(huey, grade, send_score, sweep, grade_preview, build_assignment)
+
+
+def _assignment_tasks(huey: Huey, services: Services) -> tuple:
+    """The tasks of assignments/ and what the sweep does for them."""
+
+    @huey.task(name="grade_preview")
+    def grade_preview(preview_id: int) -> None:
+        moves.grade_preview(services, preview_id)
+
+    @huey.task(name="build_assignment")
+    def build_assignment(build_id: int) -> None:
+        builds.run(services, build_id)
+
+    def sweep_assignments() -> None:
+        for preview_id in moves.stale_previews(services, LOST_AFTER):
+            grade_preview(preview_id)
+        builds.fail_abandoned(services)
+
+    return grade_preview, build_assignment, sweep_assignments

@@ -25,12 +25,6 @@ class Services:
     launches: LaunchServices
     platforms: PlatformDirectory
 
-    def assignment_points(self) -> float:
-        """The assignment's total points, from the autograder zip (loaded and summed once per zip version)."""
-        from autograder import load_assignment
-
-        return load_assignment(self.config.autograder_zip).points
-
     @classmethod
     def from_config(cls, config: Config) -> Services:
         config.data_dir.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,6 @@
 """Deep-linking responses, built completely (pylti1p3 drops the presentation target and sends unset
-fields as null): one LtiResourceLink with a line item, so the LMS creates the gradebook column."""
+fields as null): one LtiResourceLink with a line item, so the LMS creates the gradebook column, and custom
+parameters that name the assignment version chosen."""
 
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 
 
-def resource_link_item(title: str, url: str, points: float, resource_id: str, target: str) -> dict:
+def resource_link_item(title: str, url: str, points: float, resource_id: str, target: str, custom: dict) -> dict:
+    """The content item; `custom` parameters come back in every launch of the link the platform makes."""
     item = {
         "type": "ltiResourceLink",
         "title": title,
         "text": f"Notebook assignment, {points:g} points, graded automatically.",
         "url": url,
+        "custom": custom,
         "lineItem": {"scoreMaximum": points, "label": title, "resourceId": resource_id, "tag": "decode-grader"},
     }
     item[target] = {"width": 1000, "height": 800} if target == "iframe" else {"targetName": "_blank"}

@@ -98,6 +98,14 @@ REASONS: dict[str, tuple[int, str, str]] = {
         "Open the assignment again from the course: a launch must complete within 10 minutes of opening it, "
         "and each of its pages works once.",
     ),
+    "assignment_unavailable": (
+        403,
+        "This link's assignment is not available to this course.",
+        "The link names an assignment version that does not exist or that belongs to another course (a copied "
+        "course, or an edited custom parameter `assignment_version`), or it was added without deep linking and "
+        "the built-in assignment was removed. Course staff can add the assignment to this course and choose it "
+        "with deep linking.",
+    ),
 }
 
 # pylti1p3's messages (checked in its source) for the checks this tool leaves to it.

@@ -18,6 +18,8 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..ags import LINEITEM_SCOPE, SCORE_SCOPE, AgsError
+from ..assignments.catalog import assignment_of
+from ..assignments.links import pin
 from ..db import Attempt, Launch, LinkLineItem, Platform, utcnow
 from ..link_settings import link_key
 from ..passback import record_grade
@@ -118,7 +120,7 @@ def ensure_column(services: Services, launch: Launch) -> list[int]:
     with services.db.session() as session:
         platform = session.get(Platform, launch.platform_id)
     try:
-        url = _find_or_create(services, platform, access.lineitems, launch.resource_link_id)
+        url = _find_or_create(services, platform, access.lineitems, launch)
     except AgsError as error:
         log.warning(
             "gradebook column not created",
@@ -156,8 +158,10 @@ def _claim(services: Services, key: dict) -> bool:
     return True
 
 
-def _find_or_create(services: Services, platform: Platform, lineitems_url: str, resource_link_id: str) -> str:
-    """The URL of the line item for the resource link: one the platform has (ours first), or a new one."""
+def _find_or_create(services: Services, platform: Platform, lineitems_url: str, launch: Launch) -> str:
+    """The URL of the line item for the resource link: one the platform has (ours first), or a new one for
+    the assignment version the link is pinned to."""
+    resource_link_id = launch.resource_link_id
     found = [
         item
         for item in services.ags.link_lineitems(platform, lineitems_url, resource_link_id)
@@ -165,12 +169,12 @@ def _find_or_create(services: Services, platform: Platform, lineitems_url: str, 
     ]
     if found:
         return next((item for item in found if item.get("tag") == TAG), found[0])["id"]
-    title = services.config.assignment_title
+    version = pin(services, launch)
     created = services.ags.create_lineitem(
         platform,
         lineitems_url,
-        {"label": title, "scoreMaximum": services.assignment_points(), "resourceLinkId": resource_link_id,
-         "resourceId": "decode", "tag": TAG},
+        {"label": version.title, "scoreMaximum": version.points, "resourceLinkId": resource_link_id,
+         "resourceId": assignment_of(services.db, version).name, "tag": TAG},
     )  # fmt: skip
     if not isinstance(created.get("id"), str):
         raise AgsError("the platform created a line item but did not say its URL (id)", retryable=True)

@@ -8,6 +8,7 @@ import secrets
 
 from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
 
+from ..assignments.links import pin
 from ..db import Launch, utcnow
 from ..lti import invites, login_limits
 from ..lti.cookies import set_state_cookie, state_cookie
@@ -129,6 +130,7 @@ def _open(claims: dict) -> str:
     log.info("launch", extra={"event": "launch", "launch": record.id[:8], "type": record.message_type})
     if record.message_type == "LtiDeepLinkingRequest":
         return url_for("pages.deep_link", launch_id=record.id)
+    pin(services(), record)
     for passback_id in ensure_column(services(), record):
         queue().send_score(passback_id)
     return url_for("pages.assignment", launch_id=record.id)

@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from autograder import InvalidSubmission, check_submission
 
+from ..assignments import catalog, links
 from ..db import Attempt, Launch, Passback, Platform, utcnow
 from ..grading import SubmissionRefused, create_attempt
 from ..link_settings import SubmissionRules, rules_for
@@ -50,6 +51,11 @@ def is_staff(launch: Launch) -> bool:
     return is_course_staff(launch.roles)
 
 
+def may_add_assignments(launch: Launch) -> bool:
+    """Course staff of a course, where the operator lets course staff add assignments (COURSE_ASSIGNMENTS)."""
+    return services().config.course_assignments and is_staff(launch) and bool(launch.context_id)
+
+
 @bp.get("/<launch_id>")
 def assignment(launch_id: str):
     """Course staff get the dashboard of the link; everyone else the assignment."""
@@ -69,11 +75,13 @@ def student_view(launch_id: str):
 
 def assignment_page(launch: Launch, error: str | None = None) -> str:
     rules = rules_for(services(), launch)
+    version = links.version_for(services(), launch)
     return render_template(
         "assignment.html",
         launch=launch,
-        title=services().config.assignment_title,
-        points=services().assignment_points(),
+        title=version.title,
+        points=version.points,
+        handout_name=version.handout_name,
         rules=rules,
         attempts=attempt_rows(launch, rules),
         csrf_token=csrf_token(launch),
@@ -94,10 +102,14 @@ def upload(launch_id: str):
     if file is None or not file.filename:
         return _back_with_error(launch, "Choose your .ipynb notebook file first.")
     data = file.read(services().config.max_upload_bytes + 1)
+    version = links.version_for(services(), launch)
     try:
-        check_submission(services().config.autograder_zip, data, services().config.max_upload_bytes)
+        check_submission(catalog.zip_path(services().config.data_dir, services().db, version), data,
+                         services().config.max_upload_bytes)  # fmt: skip
     except InvalidSubmission as error:
-        return _back_with_error(launch, f"Your file was not accepted: {error}. Nothing was saved.")
+        return _back_with_error(
+            launch, f"Your file was not accepted: {error} (this is “{version.title}”). Nothing was saved."
+        )
     try:
         attempt, new = create_attempt(services(), launch, file.filename, data)
     except SubmissionRefused as refused:
@@ -178,39 +190,47 @@ def _gradebook_status(attempt: Attempt, passback: Passback | None) -> str:
 
 @bp.get("/<launch_id>/notebook")
 def notebook(launch_id: str):
-    current_launch(launch_id)
-    return file_download(services().config.student_notebook.read_bytes(), "decode.ipynb", NOTEBOOK_TYPE)
+    """What students download: the notebook of the link's version (with the files it reads, as a zip)."""
+    version = links.version_for(services(), current_launch(launch_id))
+    kind = "application/zip" if version.handout_name.endswith(".zip") else NOTEBOOK_TYPE
+    return file_download(catalog.handout(services().db, version.id), version.handout_name, kind)
+
+
+def deep_linking_launch(launch_id: str) -> Launch:
+    launch = current_launch(launch_id)
+    if launch.message_type != "LtiDeepLinkingRequest" or not is_staff(launch):
+        abort(403, "Choosing an assignment is for instructors, from the course's deep-linking placement.")
+    return launch
 
 
 @bp.get("/<launch_id>/deep-link")
 def deep_link(launch_id: str):
-    launch = current_launch(launch_id)
-    if launch.message_type != "LtiDeepLinkingRequest" or not is_staff(launch):
-        abort(403, "Choosing an assignment is for instructors, from the course's deep-linking placement.")
+    """The assignments this course may link (every course's and its own), newest versions."""
+    launch = deep_linking_launch(launch_id)
     return render_template(
-        "deep_link.html",
-        launch=launch,
-        title=services().config.assignment_title,
-        points=services().assignment_points(),
-        csrf_token=csrf_token(launch),
-    )
+        "deep_link.html", launch=launch, offered=links.offered(services().db, launch), csrf_token=csrf_token(launch),
+        may_add=may_add_assignments(launch),
+    )  # fmt: skip
 
 
 @bp.post("/<launch_id>/deep-link")
 def deep_link_choose(launch_id: str):
-    launch = current_launch(launch_id)
+    """Send the chosen assignment back to the platform: a link pinned to its version, with its own column."""
+    launch = deep_linking_launch(launch_id)
     check_csrf(launch)
-    if launch.message_type != "LtiDeepLinkingRequest" or not is_staff(launch):
-        abort(403)
+    chosen = links.chosen(services().db, launch, request.form.get("assignment", ""))
+    if chosen is None:
+        abort(400, "Choose one of the assignments offered on the page.")
+    assignment, version = chosen
     with services().db.session() as session:
         client_id = session.get(Platform, launch.platform_id).client_id
-    title = services().config.assignment_title
     item = resource_link_item(
-        title,
+        version.title,
         url_for("lti.launch", _external=True),
-        services().assignment_points(),
-        "decode",
+        version.points,
+        assignment.name,
         presentation_target(launch.claims),
+        custom={links.CUSTOM_PARAMETER: str(version.id)},
     )
     token = response_jwt(launch.claims, client_id, [item], services().keys.signing_key())
     return_url = launch.claims[DL + "deep_linking_settings"]["deep_link_return_url"]

@@ -6,12 +6,13 @@ from flask import Blueprint, Response, abort, redirect, render_template, request
 from sqlalchemy import select
 
 from .. import batches, charts, dashboard
+from ..assignments import links, moves
 from ..db import Attempt, Launch, Passback
 from ..link_settings import link_key, load, save
 from ..lti.lineitems import gradebook_problem
 from . import queue, services
 from .downloads import NOTEBOOK_TYPE, csv_download, file_download
-from .pages import check_csrf, csrf_token, current_launch, is_staff
+from .pages import check_csrf, csrf_token, current_launch, is_staff, may_add_assignments
 
 bp = Blueprint("staff", __name__, url_prefix="/a/<launch_id>/staff")
 
@@ -29,11 +30,16 @@ def dashboard_page(launch: Launch, message: str | None = None) -> str:
     attempts_by_user: dict[str, list] = {}
     for attempt in dashboard.link_attempts(services(), launch):
         attempts_by_user.setdefault(attempt.user_id, []).append(attempt)
+    version = links.version_for(services(), launch)
     return render_template(
         "dashboard.html",
         launch=launch,
         board_attempts=attempts_by_user,
-        title=services().config.assignment_title,
+        title=version.title,
+        version=version,
+        newer=moves.newer(services(), version),
+        move=moves.current(services(), link_key(launch)),
+        may_add=may_add_assignments(launch),
         board=board,
         histogram=charts.score_histogram(board.gradebook_scores, board.max_score),
         pass_rates=charts.pass_rates(board.question_rates),
@@ -122,7 +128,7 @@ def attempt_detail(launch_id: str, attempt_id: int):
     with services().db.session() as session:
         passback = session.scalars(select(Passback).filter_by(**link_key(launch), user_id=attempt.user_id)).first()
     return render_template("attempt_detail.html", launch=launch, attempt=attempt, passback=passback,
-                           title=services().config.assignment_title)  # fmt: skip
+                           title=links.version_for(services(), launch).title)  # fmt: skip
 
 
 @bp.get("/attempts/<int:attempt_id>/notebook")

@@ -42,7 +42,7 @@ def test_moodle_lineitem_urls_keep_their_query_after_scores():
 def test_score_policy_picks_the_attempt_to_send(tmp_path, policy, expected):
     services = Services.from_config(Config(data_dir=tmp_path, score_policy=policy))
     platform = add_platform(services.db, "https://lms.example", "c", ["d"], "a", "t", "j")
-    key = dict(platform_id=platform.id, context_id="c1", resource_link_id="r1", user_id="u1")
+    key = dict(platform_id=platform.id, context_id="c1", resource_link_id="r1", user_id="u1", assignment_version_id=1)
     with services.db.session() as session:
         for minute, score in ((1, 10.0), (2, 16.0), (3, 12.0)):
             session.add(
@@ -60,7 +60,7 @@ def test_removing_a_platform_keeps_student_data_unless_asked(services):
     platform = add_platform(services.db, "https://lms.example", "c", ["d"], "a", "t", "j")
     with services.db.session() as session:
         session.add(Attempt(platform_id=platform.id, context_id="c", resource_link_id="r", user_id="u", number=1,
-                            filename="n.ipynb", notebook=b"{}", sha256="x"))  # fmt: skip
+                            filename="n.ipynb", notebook=b"{}", sha256="x", assignment_version_id=1))  # fmt: skip
     with pytest.raises(ValueError, match="1 submitted attempts belong to it"):
         remove_platform(services.db, platform.id)
     assert remove_platform(services.db, platform.id, delete_data=True)

@@ -102,10 +102,12 @@ class Built:
     """the interpreter of the assignment's environment (its requirements installed)"""
 
 
-def build(name: str, workdir: Path) -> Built:
-    """`otter assign` on a copy of the assignment's folder; the zip repacked so builds are reproducible."""
+def build(name: str, workdir: Path, folder: Path | None = None) -> Built:
+    """`otter assign` on a copy of the assignment's folder (of the corpus, or another version of it in
+    `folder`); the zip repacked so builds are reproducible."""
+    folder = folder or ASSIGNMENTS / name
     source = workdir / "source"
-    shutil.copytree(ASSIGNMENTS / name, source)
+    shutil.copytree(folder, source)
     command = [sys.executable, "-m", "otter", "assign", "--no-run-tests", f"{name}.ipynb", "dist"]
     process = subprocess.run(command, cwd=source, capture_output=True, text=True)
     if process.returncode != 0:
@@ -116,7 +118,7 @@ def build(name: str, workdir: Path) -> Built:
     student = nbformat.read(source / "dist" / "student" / f"{name}.ipynb", as_version=4)
     solution = nbformat.read(source / "dist" / "autograder" / f"{name}.ipynb", as_version=4)
     solutions = [c.source for c in solution.cells if SOLUTION_TAG in c.metadata.get("tags", [])]
-    questions = answer_questions(nbformat.read(ASSIGNMENTS / name / f"{name}.ipynb", as_version=4))
+    questions = answer_questions(nbformat.read(folder / f"{name}.ipynb", as_version=4))
     environment = prepare(requirements_of(zip_path))
     return Built(name, zip_path, student, tuple(zip(questions, solutions, strict=True)), environment.python)
 
