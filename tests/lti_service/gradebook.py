@@ -36,8 +36,15 @@ def version_2(folder: Path) -> Path:
     question = sources.index("# BEGIN QUESTION\nname: section_means\npoints: 2")
     notebook["cells"][question]["source"] = "# BEGIN QUESTION\nname: section_means\npoints: 4"
     after = next(i for i, source in enumerate(sources) if "def test_scores_keep_missing" in source)
-    notebook["cells"].insert(after + 1, {"cell_type": "code", "execution_count": None, "id": "twelve-scores", "metadata": {},
-                                         "outputs": [], "source": NEW_TEST})  # fmt: skip
+    cell = {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": "twelve",
+        "metadata": {},
+        "outputs": [],
+        "source": NEW_TEST,
+    }
+    notebook["cells"].insert(after + 1, cell)
     master.write_text(json.dumps(notebook, indent=1))
     return master
 

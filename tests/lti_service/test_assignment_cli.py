@@ -10,6 +10,7 @@ import zipfile
 import pytest
 
 from tests.lti_service import gradebook
+from tests.lti_service.gradebook import NAME
 from tests.lti_service.tool import ToolProcess
 from tests.submissions import AUTOGRADER_ZIP, STUDENT_NOTEBOOK
 
@@ -33,7 +34,7 @@ def test_add_list_show_update_and_remove(tmp_path, versions):
     rows = {line.split()[0]: line.split()[1:] for line in added.splitlines() if line.startswith("  ")}
     assert rows["section_means"] == ["2", "1", "1"] and rows["load"] == ["3", "2", "0"]  # points, public, hidden
     assert rows["total"] == ["11", "6", "4"]
-    assert listed(tool)[1] == ["2", "gradebook", "version 1", "11 points", "5 questions", "every course", gradebook.TITLE]
+    assert listed(tool)[1] == ["2", NAME, "version 1", "11 points", "5 questions", "every course", gradebook.TITLE]
 
     student = gradebook.student_folder(versions.v2, tmp_path / "student")
     updated = tool.cli("assignment", "update", "gradebook", "--zip", str(versions.v2.zip), "--student", str(student))
@@ -77,21 +78,22 @@ def test_bad_input_is_refused_with_a_clear_error_and_nothing_is_stored(tmp_path,
     alone.parent.mkdir()
     shutil.copy(gradebook.MASTER, alone)
     zip_of = ["--zip", str(versions.v1.zip), "--student"]
+    student = str(STUDENT_NOTEBOOK)
     cases = {
-        ("add", "--zip", str(slides), "--student", str(STUDENT_NOTEBOOK)): "the zip has no tests/*.py files: is it an "
-        "Otter autograder zip?",
-        ("add", "--zip", str(text), "--student", str(STUDENT_NOTEBOOK)): "cannot read the zip",
+        ("add", "--zip", str(slides), "--student", student): "the zip has no tests/*.py files: is it an Otter "
+        "autograder zip?",
+        ("add", "--zip", str(text), "--student", student): "cannot read the zip",
         ("add", "--master", str(broken)): "otter assign failed on gradebook.ipynb: ValueError: Question name not "
         "specified",
-        ("add", "--master", str(wrong)): "the solution does not pass its own tests: scores (1 of 2: AssertionError: two "
-        "students have no score)",
-        ("add", "--master", str(STUDENT_NOTEBOOK)): "not an Otter master notebook: its first cell must be a raw cell",
+        ("add", "--master", str(wrong)): "the solution does not pass its own tests: scores (1 of 2: AssertionError: "
+        "two students have no score)",
+        ("add", "--master", student): "not an Otter master notebook: its first cell must be a raw cell",
         ("add", "--master", str(alone)): "the ASSIGNMENT CONFIG lists data/gradebook.csv, which is not in",
-        ("add", *zip_of, str(STUDENT_NOTEBOOK)): "the student notebook does not fit this autograder zip: the notebook is "
-        "for assignment 'decode', not 'gradebook'",
+        ("add", *zip_of, student): "the student notebook does not fit this autograder zip: the notebook is for "
+        "assignment 'decode', not 'gradebook'",
         ("update", "decode", "--master", str(gradebook.MASTER)): "these files are for assignment 'gradebook', not "
         "'decode'",
-        ("update", "lab-9", "--zip", str(AUTOGRADER_ZIP), "--student", str(STUDENT_NOTEBOOK)): "no assignment 'lab-9'",
+        ("update", "lab-9", "--zip", str(AUTOGRADER_ZIP), "--student", student): "no assignment 'lab-9'",
         ("add", "--zip", str(AUTOGRADER_ZIP)): "--zip needs --student",
     }
     for args, message in cases.items():
