@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 
 import pytest
 from sqlalchemy import func, select
@@ -234,3 +235,40 @@ def test_hosted_canvas_is_added_with_todays_endpoints(tmp_path, monkeypatch, cap
     with pytest.raises(SystemExit):  # without --canvas the four values are needed
         main(["platform", "add", "--client-id", "c", "--deployment-id", "1"])
     assert "needs --issuer, --auth-url, --token-url, --jwks-url" in capsys.readouterr().err
+
+
+def test_the_migration_to_many_assignments_pins_earlier_links_to_decode_version_1(tmp_path, built_assignment):
+    """A database made before assignments were data: every link it knows (from attempts, settings or launches)
+    is pinned to Decode's version 1, the build's zip, and every attempt is graded against it."""
+    from alembic import command
+    from sqlalchemy import create_engine, text
+
+    from lti_service.db import AssignmentLink, AssignmentVersion, Database
+    from lti_service.migrate import alembic_config, upgrade
+
+    url = f"sqlite:///{tmp_path / 'before.db'}"
+    command.upgrade(alembic_config(url), "0004_lms")
+    rows = [
+        "INSERT INTO platforms VALUES (1, 'https://lms.example', 'c', '[]', 'a', 't', 'j', '', '2026-01-01', '[]')",
+        "INSERT INTO attempts (id, platform_id, context_id, resource_link_id, user_id, filename, notebook, sha256, "
+        "status, created_at, user_name, late_penalty, number) VALUES (1, 1, 'c1', 'submitted', 'u', 'n.ipynb', '{}', "
+        "'x', 'graded', '2026-01-01', '', 0, 1)",
+        "INSERT INTO link_settings VALUES (1, 1, 'c1', 'configured', 'best', NULL, 'accept', 0, 0)",
+        "INSERT INTO launches VALUES ('l1', 1, 'd', 'LtiResourceLinkRequest', 'c2', 'opened', 'u', '', '[]', '{}', "
+        "'2026-01-01', '2026-01-01')",
+        "INSERT INTO launches VALUES ('l2', 1, 'd', 'LtiDeepLinkingRequest', 'c2', '', 'u', '', '[]', '{}', "
+        "'2026-01-01', '2026-01-01')",
+    ]
+    with create_engine(url).begin() as connection:
+        for row in rows:
+            connection.execute(text(row))
+    upgrade(url)
+    with Database(url).session() as session:
+        (decode,) = session.scalars(select(AssignmentVersion))
+        pins = {(p.context_id, p.resource_link_id): p.version_id for p in session.scalars(select(AssignmentLink))}
+        attempt = session.get(Attempt, 1)
+        zip_sha256 = decode.zip_sha256
+    assert (decode.number, decode.title, decode.points) == (1, "Decode: one token at a time", 16.0)
+    assert zip_sha256 == hashlib.sha256(built_assignment["zip"].read_bytes()).hexdigest()
+    assert pins == {("c1", "submitted"): decode.id, ("c1", "configured"): decode.id, ("c2", "opened"): decode.id}
+    assert attempt.assignment_version_id == decode.id
