@@ -33,18 +33,29 @@ class MoveRefused(ValueError):
 
 
 @dataclass(frozen=True)
+class Score:
+    points: float
+    possible: float
+
+    @property
+    def share(self) -> float:
+        """What the gradebook gets: the share of the points (scaled to its column's maximum)."""
+        return round(self.points / self.possible, 6)
+
+
+@dataclass(frozen=True)
 class Comparison:
     """One student's gradebook score under the link's version and under the version it is moving to."""
 
     user_id: str
     name: str
     attempts: int
-    before: float | None
-    after: float | None
+    before: Score | None
+    after: Score | None
 
     @property
     def changed(self) -> bool:
-        return self.before != self.after
+        return (self.before and self.before.share) != (self.after and self.after.share)
 
 
 def current(services: Services, key: dict) -> LinkMove | None:
@@ -151,9 +162,9 @@ def _as_attempt(attempt: Attempt, preview: PreviewGrade) -> Attempt:
     )
 
 
-def _gradebook_score(attempts: list[Attempt], policy: str) -> float | None:
+def _gradebook_score(attempts: list[Attempt], policy: str) -> Score | None:
     counted = counting_attempt(attempts, policy)
-    return None if counted is None else counted.final_score
+    return None if counted is None else Score(counted.final_score, counted.max_score)
 
 
 def apply(services: Services, key: dict, move_id: int) -> tuple[list[int], list[int]]:

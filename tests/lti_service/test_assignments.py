@@ -212,5 +212,6 @@ def gradebook_scores(lms: Lms, link: dict) -> dict[str, float]:
 
 def comparison(page: str) -> dict[str, tuple[str, str]]:
     """The move page's table: each student's gradebook score before and after."""
-    rows = re.findall(r'<tr data-user="([^"]+)">.*?class="before">([^<]*)<.*?class="after">([^<]*)<', page, re.S)
+    rows = re.findall(r'<tr data-user="([^"]+)">.*?class="before"><span class="points">([^<]*)<.*?class="after">'
+                      r'<span class="points">([^<]*)<', page, re.S)  # fmt: skip
     return {user: (f"{float(before):.2f}", f"{float(after):.2f}") for user, before, after in rows}
