@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from autograder import GradeOptions, SandboxUnavailable, grade_submission
 
 from .assignments import catalog, links
-from .db import Attempt, utcnow
+from .db import Attempt, PreviewGrade, utcnow
 from .link_settings import SubmissionRules, due_at, link_key, load
 from .lti.lineitems import link_lineitem
 from .services import Services
@@ -66,17 +66,15 @@ def _store_attempt(services: Services, launch, filename: str, data: bytes) -> tu
     return attempt, True
 
 
-def claim(services: Services, attempt_id: int) -> bool:
-    """Mark the attempt as being graded by this worker, unless another worker holds it."""
+def claim(services: Services, attempt_id: int, job: type[Attempt] | type[PreviewGrade] = Attempt) -> bool:
+    """Mark the attempt (or a preview grade of it, assignments/moves.py) as being graded by this worker,
+    unless another worker holds it."""
     now = utcnow()
     deadline = now + dt.timedelta(seconds=services.config.grading_deadline)
     with services.db.session() as session:
         claimed = session.execute(
-            update(Attempt)
-            .where(
-                Attempt.id == attempt_id,
-                or_(Attempt.status == "queued", (Attempt.status == "grading") & (Attempt.deadline < now)),
-            )
+            update(job)
+            .where(job.id == attempt_id, or_(job.status == "queued", (job.status == "grading") & (job.deadline < now)))
             .values(status="grading", deadline=deadline)
         )
         return claimed.rowcount == 1
@@ -121,15 +119,17 @@ def _finish(services: Services, attempt_id: int, **values) -> Attempt:
     return attempt
 
 
-def stale_attempts(services: Services, queued_for: dt.timedelta) -> list[int]:
-    """Attempts whose job may be lost: queued for a while, or grading past their deadline."""
+def stale_attempts(
+    services: Services, queued_for: dt.timedelta, job: type[Attempt] | type[PreviewGrade] = Attempt
+) -> list[int]:
+    """Attempts (or preview grades) whose job may be lost: queued for a while, or grading past their deadline."""
     now = utcnow()
     with services.db.session() as session:
         return list(
             session.scalars(
-                select(Attempt.id).where(
-                    ((Attempt.status == "queued") & (Attempt.created_at < now - queued_for))
-                    | ((Attempt.status == "grading") & (Attempt.deadline < now))
+                select(job.id).where(
+                    ((job.status == "queued") & (job.created_at < now - queued_for))
+                    | ((job.status == "grading") & (job.deadline < now))
                 )
             )
         )

@@ -6,7 +6,8 @@ pages and the gradebook stay on the old version. Staff compare each student's gr
 after, then apply the move: the previews become the attempts' results, the link is pinned to the new
 version and every student's score is sent again. Or they cancel it and nothing changes.
 
-Previews are jobs like gradings: claimed with a deadline, re-queued by the sweep when a worker vanished.
+Previews are jobs like gradings (grading.claim, stale_attempts): claimed with a deadline, re-queued by the
+sweep when a worker vanished.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, select, update
 
 from ..db import AssignmentLink, AssignmentVersion, Attempt, LinkMove, PreviewGrade, utcnow
-from ..grading import grade_notebook
+from ..grading import claim, grade_notebook, stale_attempts
 from ..link_settings import load
 from ..passback import counting_attempt, record_grade
 from ..services import Services
@@ -104,20 +105,9 @@ def _pin(session, key: dict, version_id: int) -> None:
 
 def grade_preview(services: Services, preview_id: int) -> None:
     """Grade one attempt against the version its link is moving to (unless another worker has it or it is done)."""
-    now = utcnow()
+    if not claim(services, preview_id, PreviewGrade):
+        return
     with services.db.session() as session:
-        claimed = session.execute(
-            update(PreviewGrade)
-            .where(
-                PreviewGrade.id == preview_id,
-                or_(
-                    PreviewGrade.status == "queued", (PreviewGrade.status == "grading") & (PreviewGrade.deadline < now)
-                ),
-            )
-            .values(status="grading", deadline=now + dt.timedelta(seconds=services.config.grading_deadline))
-        )
-        if claimed.rowcount != 1:
-            return
         preview = session.get(PreviewGrade, preview_id)
         attempt = session.get(Attempt, preview.attempt_id)
         target = session.get(AssignmentVersion, session.get(LinkMove, preview.move_id).to_version_id)
@@ -207,13 +197,4 @@ def cancel(services: Services, key: dict, move_id: int) -> None:
 
 def stale_previews(services: Services, queued_for: dt.timedelta) -> list[int]:
     """Previews whose job may be lost: queued for a while, or grading past their deadline."""
-    now = utcnow()
-    with services.db.session() as session:
-        return list(
-            session.scalars(
-                select(PreviewGrade.id).where(
-                    ((PreviewGrade.status == "queued") & (PreviewGrade.created_at < now - queued_for))
-                    | ((PreviewGrade.status == "grading") & (PreviewGrade.deadline < now))
-                )
-            )
-        )
+    return stale_attempts(services, queued_for, PreviewGrade)
