@@ -37,6 +37,7 @@ from .summary import Summary, summarize
 Progress = Callable[[str], None]
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 MAX_ZIP_MEMBERS = 1000
+MAX_NAME = 200  # characters of an assignment's name (assignments.name)
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # handout zips are reproducible
 ASSIGN = ["-m", "otter", "assign", "--no-run-tests", "--no-pdfs"]
 
@@ -200,6 +201,8 @@ def _summary(zip_path: Path) -> Summary:
         raise BuildError(str(error).replace(f"autograder zip {zip_path}", "the zip")) from None
     except EnvironmentBuildError as error:
         raise BuildError(f"its packages cannot be installed: {error}") from None
+    if summary.name and len(summary.name) > MAX_NAME:
+        raise BuildError(f"the assignment's name is longer than {MAX_NAME} characters: give it a shorter `name:`")
     if not summary.name:
         raise BuildError(
             "the autograder zip names no assignment (otter_config.json has no assignment_name): build it with "

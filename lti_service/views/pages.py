@@ -108,7 +108,7 @@ def upload(launch_id: str):
                          services().config.max_upload_bytes)  # fmt: skip
     except InvalidSubmission as error:
         return _back_with_error(
-            launch, f"Your file was not accepted: {error} (this is “{version.title}”). Nothing was saved."
+            launch, f"Your file was not accepted for “{version.title}”: {error}. Nothing was saved."
         )
     try:
         attempt, new = create_attempt(services(), launch, file.filename, data)
