@@ -23,14 +23,18 @@ LINEITEM_READ_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.re
 NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 SCORE_CONTENT_TYPE = "application/vnd.ims.lis.v1.score+json"
 TOKEN_MARGIN = 30  # seconds before expiry at which a cached token is no longer used
+RETRYABLE_4XX = (401, 408, 409, 429)  # any other 4xx says the request itself is wrong: retrying cannot help
 
 
 class AgsError(Exception):
-    """A failed call to the platform; `retryable` for timeouts, 5xx and 401 (and 409, see post_score)."""
+    """A failed call to the platform. `retryable` for no answer, 5xx and RETRYABLE_4XX (a 401 drops the
+    cached token; a 409 asks for a later timestamp, see passback); `reason` says what happened without
+    the response body."""
 
-    def __init__(self, message: str, retryable: bool) -> None:
+    def __init__(self, message: str, retryable: bool, reason: str = "") -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.reason = reason or message
 
 
 def scores_url(lineitem_url: str) -> str:
@@ -101,16 +105,22 @@ class AgsClient:
         token = self.access_token(platform, [LINEITEM_READ_SCOPE, SCORE_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.ims.lis.v2.lineitem+json"}
         try:
-            maximum = self._call("get", lineitem_url, headers=headers).get("scoreMaximum")
-        except AgsError:
+            maximum = self._service_call(platform, "get", lineitem_url, headers=headers).get("scoreMaximum")
+        except AgsError as error:
+            if error.retryable:
+                raise  # the platform is unwell now: a guessed maximum could post a wrong score
             return None
         return float(maximum) if isinstance(maximum, int | float) and maximum > 0 else None
 
     def post_score(self, platform: Platform, lineitem_url: str, score: dict) -> None:
         token = self.access_token(platform, [LINEITEM_READ_SCOPE, SCORE_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Content-Type": SCORE_CONTENT_TYPE}
+        self._service_call(platform, "post", scores_url(lineitem_url), json=score, headers=headers)
+
+    def _service_call(self, platform: Platform, method: str, url: str, **kwargs) -> dict:
+        """A call with a cached access token, dropped when the platform no longer accepts it."""
         try:
-            self._call("post", scores_url(lineitem_url), json=score, headers=headers)
+            return self._call(method, url, **kwargs)
         except AgsError as error:
             if "HTTP 401" in str(error):
                 self.forget_token(platform)
@@ -120,10 +130,15 @@ class AgsClient:
         try:
             response = requests.request(method, url, timeout=self.timeout, **kwargs)
         except requests.RequestException as error:
-            raise AgsError(f"{url}: {type(error).__name__}", retryable=True) from None
-        if response.status_code >= 400:
-            retryable = response.status_code >= 500 or response.status_code in (401, 409, 429)
-            raise AgsError(f"{url}: HTTP {response.status_code} {response.text[:200]}", retryable=retryable)
+            name = type(error).__name__
+            raise AgsError(f"{url}: {name}", retryable=True, reason=f"no answer from the platform ({name})") from None
+        status = response.status_code
+        if status >= 400:
+            raise AgsError(
+                f"{url}: HTTP {status} {response.text[:200]}",
+                retryable=status >= 500 or status in RETRYABLE_4XX,
+                reason=f"the platform answered HTTP {status}",
+            )
         try:
             body = response.json() if response.content else {}
         except ValueError:

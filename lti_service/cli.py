@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import resource
 import sys
 import threading
 from collections.abc import Sequence
@@ -12,6 +13,8 @@ from .config import Config
 from .logs import configure_logging
 from .platforms import add_platform, list_platforms, remove_platform
 from .services import Services
+
+OTHER_OPEN_FILES = 200  # what the process opens besides connections: database, queue, sandboxes' pipes
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -72,14 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def serve(services: Services, args: argparse.Namespace) -> int:
     """The web app in a waitress thread; the main thread runs the worker (it owns Ctrl-C and SIGTERM)."""
-    from waitress.server import create_server
-
     from . import create_app
 
     app = create_app(services=services)
-    server = create_server(
-        app, host=args.host, port=args.port, threads=args.threads, clear_untrusted_proxy_headers=False
-    )
+    server = web_server(app, services.config, args.host, args.port, args.threads)
     web = threading.Thread(target=server.run, name="web", daemon=True)
     web.start()
     logging.getLogger("lti_service").info("serving on http://%s:%s", args.host, args.port)
@@ -89,7 +88,7 @@ def serve(services: Services, args: argparse.Namespace) -> int:
         if args.no_worker:
             threading.Event().wait()
         else:
-            app.extensions["queue"].consumer(args.workers).run()
+            app.extensions["queue"].run_worker(services, args.workers)
     except KeyboardInterrupt:
         pass
     finally:
@@ -97,10 +96,39 @@ def serve(services: Services, args: argparse.Namespace) -> int:
     return 0
 
 
+def web_server(app, config: Config, host: str, port: int, threads: int):
+    """Waitress, sized for a class at a deadline: idle keep-alive connections must not lock anyone out
+    (waitress's defaults are 100 connections and a 120 s idle timeout)."""
+    from waitress.server import create_server
+
+    return create_server(
+        app, host=host, port=port, threads=threads, clear_untrusted_proxy_headers=False,
+        connection_limit=_connection_limit(config.web_connection_limit), channel_timeout=config.web_idle_timeout,
+        asyncore_use_poll=True,  # select() cannot watch file descriptors above 1023
+    )  # fmt: skip
+
+
+def _connection_limit(wanted: int) -> int:
+    """WEB_CONNECTION_LIMIT, once the open-file limit is raised to fit it (up to the hard limit); fewer,
+    with a warning, when the hard limit is too low."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = wanted + OTHER_OPEN_FILES
+    if hard != resource.RLIM_INFINITY:
+        needed = min(needed, hard)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+        soft = needed
+    if soft == resource.RLIM_INFINITY or soft >= wanted + OTHER_OPEN_FILES:
+        return wanted
+    fitting = max(100, soft - OTHER_OPEN_FILES)
+    logging.getLogger("lti_service").warning("open-file limit %s: accepting %s connections at most", soft, fitting)
+    return fitting
+
+
 def run_worker(services: Services, workers: int) -> int:
     from .jobs import build_queue
 
-    build_queue(services).consumer(workers).run()
+    build_queue(services).run_worker(services, workers)
     return 0
 
 

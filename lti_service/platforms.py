@@ -7,6 +7,7 @@ import time
 from urllib.parse import urlsplit
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from .db import Attempt, Database, Platform
 
@@ -28,9 +29,14 @@ class PlatformDirectory:
         self._loaded_at = float("-inf")
 
     def all(self) -> list[Platform]:
+        """The platforms; the last copy read while the database does not answer (if there is one)."""
         with self._lock:
             if time.monotonic() - self._loaded_at > self.ttl:
-                self._platforms, self._loaded_at = list_platforms(self.db), time.monotonic()
+                try:
+                    self._platforms, self._loaded_at = list_platforms(self.db), time.monotonic()
+                except SQLAlchemyError:
+                    if self._loaded_at == float("-inf"):
+                        raise
             return self._platforms
 
     def invalidate(self) -> None:
