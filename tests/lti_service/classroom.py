@@ -62,10 +62,6 @@ class Tally:
     def last_score_at(self) -> float | None:
         return max(self.first_score_at.values(), default=None)
 
-    @property
-    def ok(self) -> bool:
-        return self.recorded == self.expected and not (self.wrong or self.duplicates or self.server_errors_after_save)
-
 
 class Classroom:
     """`size` students enrolled on the platform, all on one resource link with a gradebook column."""
@@ -181,6 +177,7 @@ def _epoch(value: dt.datetime | str | None) -> float | None:
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
+    """The value at `fraction` of the sorted values (nearest rank); None for no values."""
     if not values:
         return None
     ordered = sorted(values)
