@@ -8,11 +8,15 @@ import resource
 import sys
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .config import Config
 from .logs import configure_logging
 from .platforms import add_platform, list_platforms, remove_platform
 from .services import Services
+
+if TYPE_CHECKING:
+    from flask import Flask
 
 OTHER_OPEN_FILES = 200  # what the process opens besides connections: database, queue, sandboxes' pipes
 
@@ -78,7 +82,7 @@ def serve(services: Services, args: argparse.Namespace) -> int:
     from . import create_app
 
     app = create_app(services=services)
-    server = web_server(app, services.config, args.host, args.port, args.threads)
+    server = _web_server(app, services.config, args.host, args.port, args.threads)
     web = threading.Thread(target=server.run, name="web", daemon=True)
     web.start()
     logging.getLogger("lti_service").info("serving on http://%s:%s", args.host, args.port)
@@ -96,7 +100,7 @@ def serve(services: Services, args: argparse.Namespace) -> int:
     return 0
 
 
-def web_server(app, config: Config, host: str, port: int, threads: int):
+def _web_server(app: Flask, config: Config, host: str, port: int, threads: int):
     """Waitress, sized for a class at a deadline: idle keep-alive connections must not lock anyone out
     (waitress's defaults are 100 connections and a 120 s idle timeout)."""
     from waitress.server import create_server

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import NamedTuple
 
 from sqlalchemy import or_, select, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from autograder import GradeOptions, SandboxUnavailable, grade_submission
 
@@ -35,26 +35,36 @@ class SubmissionRefused(Exception):
 
 
 def create_attempt(services: Services, launch, filename: str, data: bytes) -> tuple[Attempt, bool]:
-    """Store an upload durably; the same notebook sent twice (a double click) makes one attempt.
+    """Store an upload durably; the same notebook sent twice (a double click, a retry) makes one attempt.
 
-    Returns the attempt and whether it is new. Raises
-    SubmissionRefused when the link's settings refuse a new attempt now.
+    Returns the attempt and whether it is new. Raises SubmissionRefused when the link's settings refuse
+    a new attempt now.
     """
     digest = hashlib.sha256(data).hexdigest()
-    key = dict(link_key(launch), user_id=launch.user_id)
-    with services.db.session() as session:
-        existing = session.scalars(select(Attempt).filter_by(**key, sha256=digest)).first()
+    key = dict(link_key(launch), user_id=launch.user_id, sha256=digest)
+    existing = _stored(services, key)
     if existing is not None:
         return existing, False
     rules = rules_for(services, launch)
     if rules.refusal:
         raise SubmissionRefused(rules.refusal)
     ags = launch.claims.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint", {})
-    with services.db.session() as session:
-        attempt = Attempt(**key, filename=filename[:300], notebook=data, sha256=digest, user_name=launch.user_name)
-        attempt.lineitem_url, attempt.late_penalty = ags.get("lineitem"), rules.late_penalty
-        session.add(attempt)
+    try:
+        with services.db.session() as session:
+            attempt = Attempt(**key, filename=filename[:300], notebook=data, user_name=launch.user_name)
+            attempt.lineitem_url, attempt.late_penalty = ags.get("lineitem"), rules.late_penalty
+            session.add(attempt)
+    except IntegrityError:  # the same notebook, saved a moment ago by a concurrent request?
+        existing = _stored(services, key)
+        if existing is None:
+            raise
+        return existing, False
     return attempt, True
+
+
+def _stored(services: Services, key: dict) -> Attempt | None:
+    with services.db.session() as session:
+        return session.scalars(select(Attempt).filter_by(**key)).first()
 
 
 def claim(services: Services, attempt_id: int) -> str | None:

@@ -34,14 +34,12 @@ class Queue:
     grade: TaskWrapper
     send_score: TaskWrapper
 
-    def submit(self, task: TaskWrapper, row_id: int) -> bool:
+    def submit(self, task: TaskWrapper, row_id: int) -> None:
         """Enqueue, best effort: when the queue is down, a worker's poll finds the row in the database."""
         try:
             task(row_id)
         except Exception:  # Redis down or restarting, SQLite queue locked...: the database is the record
             log.warning("could not queue %s(%s); a worker's poll will find it", task.name, row_id, exc_info=True)
-            return False
-        return True
 
     def run_worker(self, services: Services, threads: int = 2) -> None:
         """Huey's worker threads and the database poll, until Ctrl-C or SIGTERM."""

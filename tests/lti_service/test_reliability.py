@@ -9,12 +9,15 @@ import signal
 import socket
 import sqlite3
 import statistics
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 import pytest
 import requests
+from alembic import command
 from huey import SqliteHuey
 from sqlalchemy import select, text
 from sqlalchemy.exc import SQLAlchemyError
@@ -23,6 +26,7 @@ from lti_service.config import Config
 from lti_service.db import Attempt, Launch, Passback
 from lti_service.grading import create_attempt
 from lti_service.jobs import DatabasePoll, build_queue
+from lti_service.migrate import alembic_config, upgrade
 from lti_service.platforms import add_platform
 from lti_service.services import Services
 from tests.lti_service.classroom import Classroom
@@ -150,6 +154,24 @@ def test_a_failing_line_item_read_never_posts_a_score_on_the_wrong_scale(fast_lm
         lms.hook("outage", status=None)
     assert wait_for(lambda: lms.gradebook("scale")) == {"student-ada": 87.5}
     assert [(p["scoreGiven"], p["scoreMaximum"]) for p in lms.score_posts("student-ada", "scale")] == [(87.5, 100.0)]
+
+
+def test_the_same_upload_sent_at_once_many_times_is_saved_once_without_an_error(fast_lms):
+    """A double click (or a retry racing the first try): every request sees the saved upload, none a 5xx."""
+    page = fast_lms.open("student-grace", "double-click")
+    files = {"notebook": ("decode.ipynb", notebook_bytes(), "application/x-ipynb+json")}
+    start = threading.Barrier(8)
+
+    def upload(_: int) -> int:
+        start.wait()
+        response = requests.post(
+            f"{page.url}/upload", data={"csrf_token": page.csrf}, files=files, allow_redirects=False, timeout=30
+        )
+        return response.status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(upload, range(8))) == [303] * 8
+    assert len(page.wait_graded(1)) == 1
 
 
 def test_idle_connections_do_not_lock_anyone_out(fast_lms):
@@ -280,3 +302,28 @@ def test_an_attempt_whose_worker_vanished_is_graded_by_the_database_poll(tmp_pat
     with services.db.session() as session:
         row = session.get(Attempt, attempt.id)
         assert (row.status, row.score) == ("graded", 16.0)
+
+
+def test_grades_the_old_policy_dropped_are_retried_after_the_upgrade(tmp_path):
+    """The old policy marked a grade failed after 8 tries even when the platform had only been down; the
+    upgrade makes those grades pending again, and leaves the ones the platform refused."""
+    url = f"sqlite:///{tmp_path / 'tool.db'}"
+    command.upgrade(alembic_config(url), "0002")
+    errors = {
+        "down": "https://lms.example/li: HTTP 503 Service Unavailable",
+        "unreachable": "https://lms.example/li: ConnectionError",
+        "throttled": "https://lms.example/li: HTTP 429 slow down",
+        "refused": "https://lms.example/li: HTTP 422 user is not enrolled",
+    }
+    with sqlite3.connect(tmp_path / "tool.db") as database:
+        for user, error in errors.items():
+            database.execute(
+                "INSERT INTO passbacks (platform_id, context_id, resource_link_id, lineitem_url, user_id, status,"
+                " tries, next_try_at, last_error) VALUES (1, 'c', 'r', 'https://lms.example/li', ?, 'failed', 8,"
+                " '2026-01-01 00:00:00', ?)",
+                (user, error),
+            )
+    upgrade(url)
+    with sqlite3.connect(tmp_path / "tool.db") as database:
+        statuses = dict(database.execute("SELECT user_id, status FROM passbacks"))
+    assert statuses == {"down": "pending", "unreachable": "pending", "throttled": "pending", "refused": "failed"}
