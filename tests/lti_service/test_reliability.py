@@ -9,9 +9,7 @@ import signal
 import socket
 import sqlite3
 import statistics
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -154,24 +152,6 @@ def test_a_failing_line_item_read_never_posts_a_score_on_the_wrong_scale(fast_lm
         lms.hook("outage", status=None)
     assert wait_for(lambda: lms.gradebook("scale")) == {"student-ada": 87.5}
     assert [(p["scoreGiven"], p["scoreMaximum"]) for p in lms.score_posts("student-ada", "scale")] == [(87.5, 100.0)]
-
-
-def test_the_same_upload_sent_at_once_many_times_is_saved_once_without_an_error(fast_lms):
-    """A double click (or a retry racing the first try): every request sees the saved upload, none a 5xx."""
-    page = fast_lms.open("student-grace", "double-click")
-    files = {"notebook": ("decode.ipynb", notebook_bytes(), "application/x-ipynb+json")}
-    start = threading.Barrier(8)
-
-    def upload(_: int) -> int:
-        start.wait()
-        response = requests.post(
-            f"{page.url}/upload", data={"csrf_token": page.csrf}, files=files, allow_redirects=False, timeout=30
-        )
-        return response.status_code
-
-    with ThreadPoolExecutor(8) as pool:
-        assert list(pool.map(upload, range(8))) == [303] * 8
-    assert len(page.wait_graded(1)) == 1
 
 
 def test_idle_connections_do_not_lock_anyone_out(fast_lms):
