@@ -40,6 +40,7 @@ SETTLE = 300  # seconds to wait for the last score once the uploads and the faul
 RECOVERY_TARGET = 60.0  # seconds from the end of a crash or restart to the last score
 OUTAGE = float(os.environ.get("SOAK_OUTAGE", "600"))
 IDLE_CONNECTIONS = 500
+POLL = 1.0  # seconds between looks at the platform's state (a big JSON; times come from its own clock)
 PROMPT = 1.0  # seconds within which a request must be answered with the idle connections open
 
 
@@ -82,12 +83,12 @@ def run_scenario(name: str, lms: Lms, inject: Callable[[], None] | None = None, 
         uploads = room.upload_in_background()
         fault_ended = None
         if inject is not None:
-            wait_for(lambda: len(lms.gradebook("soak")) >= size / 4, timeout=300, interval=0.1)
+            wait_for(lambda: len(lms.gradebook("soak")) >= size / 4, timeout=300, interval=POLL)
             inject()
             fault_ended = time.time()
         uploads.join()
         try:
-            wait_for(room.all_scores_in, timeout=SETTLE)
+            wait_for(room.all_scores_in, timeout=SETTLE, interval=POLL)
         except AssertionError:
             pass  # counted as lost
         tally = room.tally(lms.tool.env)
@@ -103,17 +104,22 @@ def stop(lms: Lms) -> None:
 
 
 def burst(workdir: Path) -> Row:
+    lms = start_lms(workdir, platform_process=True, **DEFAULTS)
     return run_scenario(
-        "burst of 1000, embedded default", start_lms(workdir, platform_process=True, **DEFAULTS), size=1000
+        "burst of 1000, embedded default", lms, size=1000, max_drain_s=60, max_graded_to_score_p50_s=1.0
     )
 
 
 def kill_worker(workdir: Path) -> Row:
-    """`serve` (with its worker) and a second worker process on the same data; the second is killed."""
+    """`serve`'s worker process is killed; serve starts another, which takes its attempts over."""
     lms = start_lms(workdir, platform_process=True, **DEFAULTS)
-    extra = lms.tool.start_worker()
-    kill = lambda: extra.send_signal(signal.SIGKILL)  # noqa: E731
-    return run_scenario("200, kill -9 of a worker", lms, kill, max_recovery_s=RECOVERY_TARGET)
+
+    def kill() -> None:
+        serve = lms.tool.processes[0].pid
+        (worker,) = Path(f"/proc/{serve}/task/{serve}/children").read_text().split()
+        os.kill(int(worker), signal.SIGKILL)
+
+    return run_scenario("200, kill -9 of the worker", lms, kill, max_recovery_s=RECOVERY_TARGET)
 
 
 def kill_serve(workdir: Path) -> Row:

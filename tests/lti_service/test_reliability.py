@@ -4,6 +4,7 @@ lost or held back by a backlog, an LMS outage, a dead worker, a lost queue task,
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import signal
 import socket
@@ -154,15 +155,28 @@ def test_a_failing_line_item_read_never_posts_a_score_on_the_wrong_scale(fast_lm
     assert [(p["scoreGiven"], p["scoreMaximum"]) for p in lms.score_posts("student-ada", "scale")] == [(87.5, 100.0)]
 
 
-def test_idle_connections_do_not_lock_anyone_out(fast_lms):
-    idle = [socket.create_connection(("127.0.0.1", fast_lms.tool.port)) for _ in range(500)]
+def test_a_class_worth_of_idle_connections_locks_nobody_out_and_grading_goes_on(fast_lms):
+    """1100 idle connections (waitress's default allowed 100; past 1023 open files, select() fails)."""
+    page = fast_lms.open("student-ada", "idle-connections")
+    idle = [socket.create_connection(("127.0.0.1", fast_lms.tool.port)) for _ in range(1100)]
     try:
         started = time.monotonic()
         assert requests.get(f"{fast_lms.tool.url}/lti/jwks.json", timeout=10).status_code == 200
         assert time.monotonic() - started < 2
+        assert page.upload(notebook_bytes()).status_code == 200
+        assert page.wait_graded(1)[0]["score"] == 16.0
     finally:
         for connection in idle:
             connection.close()
+
+
+def test_serve_starts_its_worker_again_when_it_dies(fast_lms):
+    serve = fast_lms.tool.processes[0]
+    (worker,) = map(int, Path(f"/proc/{serve.pid}/task/{serve.pid}/children").read_text().split())
+    os.kill(worker, signal.SIGKILL)
+    page = fast_lms.open("student-grace", "worker-restarted")
+    page.upload(notebook_bytes())
+    assert page.wait_graded(1)[0]["score"] == 16.0
 
 
 def test_an_upload_saved_while_the_queue_is_down_is_graded(tmp_path, built_assignment):
