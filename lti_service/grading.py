@@ -166,16 +166,16 @@ def _finish(services: Services, attempt_id: int, lease_id: str, values: dict) ->
 
 
 def unclaimed(services: Services, queued_for: dt.timedelta) -> int | None:
-    """The oldest attempt no worker holds: queued for a while (its job may be lost), or grading past its
-    lease (its worker died)."""
+    """An attempt no worker holds: grading past its lease (its worker died), or else the oldest queued one
+    once it has waited `queued_for` (its task may be lost). Two index lookups, however long the queue."""
     now = utcnow()
     with services.db.session() as session:
-        return session.scalars(
-            select(Attempt.id)
-            .where(
-                ((Attempt.status == "queued") & (Attempt.created_at < now - queued_for))
-                | ((Attempt.status == "grading") & (Attempt.deadline < now))
-            )
-            .order_by(Attempt.id)
-            .limit(1)
+        expired = session.scalars(
+            select(Attempt.id).where(Attempt.status == "grading", Attempt.deadline < now).order_by(Attempt.id).limit(1)
         ).first()
+        if expired is not None:
+            return expired
+        oldest = session.execute(
+            select(Attempt.id, Attempt.created_at).where(Attempt.status == "queued").order_by(Attempt.id).limit(1)
+        ).first()
+    return oldest.id if oldest is not None and oldest.created_at < now - queued_for else None

@@ -137,14 +137,14 @@ def _failed_try(services: Services, row: Passback, error: AgsError, timestamp: d
     """Wait before the next try (doubling, capped), or give up: the platform refused the request itself,
     or it has failed for PASSBACK_RETRY_FOR."""
     config, now = services.config, utcnow()
-    tries, failing_since = row.tries + 1, row.failing_since or now
-    retried_for = (now - failing_since).total_seconds()
+    tries, retried_for = row.tries + 1, (now - (row.failing_since or now)).total_seconds()
+    first_failure = func.coalesce(Passback.failing_since, now)  # kept once set: the run started then
     if not error.retryable or retried_for >= config.passback_retry_for:
         why = str(error)[:1000] if not error.retryable else f"{error.reason}; gave up after {retried_for / 3600:.3g} h"
-        return _settle(services, row, status="failed", tries=tries, last_error=why, failing_since=failing_since)
+        return _settle(services, row, status="failed", tries=tries, last_error=why, failing_since=first_failure)
     delay = min(config.passback_max_backoff, config.passback_backoff * 2 ** (tries - 1))
     return _settle(
-        services, row, status="pending", tries=tries, last_error=error.reason, failing_since=failing_since,
+        services, row, status="pending", tries=tries, last_error=error.reason, failing_since=first_failure,
         next_try_at=now + dt.timedelta(seconds=delay),
         last_timestamp=timestamp if "HTTP 409" in str(error) else row.last_timestamp,
     )  # fmt: skip
