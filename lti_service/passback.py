@@ -5,14 +5,16 @@ score is never posted and sending twice is harmless. Policy "best": a worse late
 the gradebook; "latest": the newest graded attempt counts.
 
 While the platform fails (no answer, 5xx, 401/408/409/429) a row is tried again after waits that double
-up to PASSBACK_MAX_BACKOFF, for PASSBACK_RETRY_FOR after its first failure (72 h by default: an LMS's
-maintenance lasts hours or a weekend); the first success on a platform makes its other waiting rows due
-at once. Only a 4xx saying that the request itself is wrong ends a row as failed sooner.
+up to PASSBACK_MAX_BACKOFF (each cut by up to half at random), for PASSBACK_RETRY_FOR after its first
+failure (72 h by default: an LMS's maintenance lasts hours or a weekend); the first success on a platform
+makes its other waiting rows due at once. Only a 4xx saying that the request itself is wrong ends a row
+as failed sooner.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import random
 import uuid
 from dataclasses import dataclass
 
@@ -142,7 +144,9 @@ def _failed_try(services: Services, row: Passback, error: AgsError, timestamp: d
     if not error.retryable or retried_for >= config.passback_retry_for:
         why = str(error)[:1000] if not error.retryable else f"{error.reason}; gave up after {retried_for / 3600:.3g} h"
         return _settle(services, row, status="failed", tries=tries, last_error=why, failing_since=first_failure)
-    delay = min(config.passback_max_backoff, config.passback_backoff * 2 ** (tries - 1))
+    # Spread out at random, so that retries of grades that failed together do not stay in step: when the
+    # platform is back, one of them soon finds out and the others follow at once (_retry_waiting_now).
+    delay = min(config.passback_max_backoff, config.passback_backoff * 2 ** (tries - 1)) * random.uniform(0.5, 1)
     return _settle(
         services, row, status="pending", tries=tries, last_error=error.reason, failing_since=first_failure,
         next_try_at=now + dt.timedelta(seconds=delay),
