@@ -10,7 +10,7 @@ from . import nrps
 from .ags import AgsError
 from .db import Attempt, Passback, Platform
 from .link_settings import link_key, load
-from .passback import counting_attempt
+from .passback import Waiting, counting_attempt, waiting
 from .services import Services
 
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
@@ -38,6 +38,8 @@ class Dashboard:
     roster_error: str | None
     max_score: float
     question_rates: dict[str, float]
+    waiting: Waiting | None
+    """grades the platform has not accepted yet and that the tool keeps retrying"""
 
     @property
     def gradebook_scores(self) -> list[float]:
@@ -69,7 +71,7 @@ def build(services: Services, launch) -> Dashboard:
     counted = [counting_attempt(user_attempts, policy) for user_attempts in by_user.values()]
     counted = [a for a in counted if a is not None]
     max_score = next((a.max_score for a in counted), None) or services.assignment_points()
-    return Dashboard(rows, roster_error, max_score, _question_rates(counted))
+    return Dashboard(rows, roster_error, max_score, _question_rates(counted), waiting(services, key))
 
 
 def _roster(services: Services, platform: Platform, launch) -> tuple[list[dict], str | None]:
