@@ -79,15 +79,16 @@ class Channel:
         data = json.dumps(msg, separators=(",", ":")).encode()
         view = memoryview(b"".join([FRAME.pack(len(data), sum(len(b) for b in blobs)), data, *blobs]))
         while view:
+            try:  # the pipe has room almost always: write first, wait (bounded) only when it is full
+                view = view[os.write(self._write_fd, view[:READ_CHUNK]) :]
+                continue
+            except BlockingIOError:
+                pass
+            except OSError as e:
+                raise self.fail(SandboxFailure(f"student code crashed the sandbox ({e})")) from None
             wait = min(deadline, self.overall_deadline) - time.monotonic()
             if wait <= 0 or not select.select([], [self._write_fd], [], wait)[1]:
                 raise self.fail(StudentTimeout("the sandbox stopped reading the grader's requests"))
-            try:
-                view = view[os.write(self._write_fd, view[:READ_CHUNK]) :]
-            except BlockingIOError:
-                continue
-            except OSError as e:
-                raise self.fail(SandboxFailure(f"student code crashed the sandbox ({e})")) from None
 
     def _fill(self, size: int, deadline: float, timeout: float) -> None:
         """Read until the buffer holds `size` bytes (reading ahead is fine on this side)."""

@@ -34,6 +34,7 @@ from urllib.parse import urlencode, urlsplit
 import requests
 
 from lti_dev_platform.client import course_launch_url, parse_page
+from tests.lti_service.classroom import percentile
 from tests.lti_service.conftest import Lms, notebook_bytes, start_lms
 from tests.lti_service.tool import browser_session
 
@@ -63,11 +64,6 @@ class LaunchTimes:
     @property
     def total_ms(self) -> list[float]:
         return [a + b for a, b in zip(self.login_ms, self.launch_ms, strict=True)]
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def _expect(response: requests.Response, status: int, step: str) -> requests.Response:

@@ -8,7 +8,7 @@ import sys
 from waitress.server import create_server
 
 from lti_dev_platform.app import create_app
-from lti_dev_platform.serving import bind
+from lti_dev_platform.serving import CONNECTIONS, bind
 from lti_dev_platform.settings import PlatformSettings
 
 
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         tool_register_url=args.tool_register_url,
     )
     app = create_app(settings)
-    server = create_server(app, sockets=[sock], threads=8, ident="lti-dev-platform")
+    server = create_server(app, sockets=[sock], threads=8, ident="lti-dev-platform", **CONNECTIONS)
     registered = not args.dynamic
     print(
         startup_text(settings, args.client_id if registered else None, args.deployment_id if registered else None),

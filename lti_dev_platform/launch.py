@@ -12,7 +12,7 @@ from lti1p3platform.ags import LtiAgs
 from lti1p3platform.nrps import LtiNrps
 
 from lti_dev_platform.platform import Platform, platform
-from lti_dev_platform.store import DEFAULT_RESOURCE_LINK, USERS, LaunchHint, ResourceLink, Tool
+from lti_dev_platform.store import DEFAULT_RESOURCE_LINK, LaunchHint, ResourceLink, Tool
 
 bp = Blueprint("launch", __name__)
 
@@ -35,11 +35,11 @@ def course_launch(context_id: str, user: str) -> t.Any:
     p = platform()
     kind = request.args.get("kind", "resource")
     window = request.args.get("window") == "1"
-    if user not in USERS:
-        return error_page(f"Unknown user {user!r}; known: {', '.join(USERS)}.", 404)
+    if user not in p.state.users:
+        return error_page(f"Unknown user {user!r}; known: {', '.join(p.state.users)}.", 404)
     if kind not in ("resource", "deeplink"):
         return error_page("kind must be 'resource' or 'deeplink'.", 400)
-    the_user = USERS[user]
+    the_user = p.state.users[user]
     with p.state.lock:
         tool = p.state.tool
         if tool is None:
@@ -132,7 +132,7 @@ def _check_auth_request(params: t.Mapping[str, str], tool: Tool, hints: dict[str
 
 def id_token_claims(p: Platform, tool: Tool, hint: LaunchHint, nonce: str) -> dict[str, t.Any]:
     """The launch message, as Moodle/Canvas build it (service claims via lti1p3platform)."""
-    user = USERS[hint.user]
+    user = p.state.users[hint.user]
     course = p.state.course(hint.context_id)
     claims: dict[str, t.Any] = {
         "iss": p.issuer,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, render_template
 
 from lti_dev_platform.platform import platform
-from lti_dev_platform.store import DEFAULT_CONTEXT, DEFAULT_RESOURCE_LINK, USERS
+from lti_dev_platform.store import DEFAULT_CONTEXT, DEFAULT_RESOURCE_LINK
 
 bp = Blueprint("pages", __name__)
 
@@ -38,8 +38,8 @@ def index() -> str:
             tool=p.state.tool,
             course=p.state.course(DEFAULT_CONTEXT),
             link_id=DEFAULT_RESOURCE_LINK,
-            users=list(USERS.values()),
-            instructor=USERS["instructor-turing"],
+            users=list(p.state.users.values()),
+            instructor=p.state.users["instructor-turing"],
             platform_values=platform_values(),
         )
 
@@ -55,8 +55,8 @@ def course(context_id: str) -> str:
             heading=c.title,
             course=c,
             links=links,
-            users=list(USERS.values()),
-            instructor=USERS["instructor-turing"],
+            users=list(p.state.users.values()),
+            instructor=p.state.users["instructor-turing"],
         )
 
 
@@ -67,7 +67,7 @@ def gradebook() -> str:
     with p.state.lock:
         for score in p.state.scores.values():
             item = p.state.line_items.get(score.line_item_id)
-            user = USERS.get(score.user_id)
+            user = p.state.users.get(score.user_id)
             given = "" if score.score_given is None else f"{score.score_given:g}"
             maximum = "" if score.score_maximum is None else f"{score.score_maximum:g}"
             rows.append(

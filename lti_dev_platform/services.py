@@ -22,7 +22,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from lti_dev_platform.keys import ToolKeyError
 from lti_dev_platform.platform import Platform, platform
-from lti_dev_platform.store import LIS, USERS, LineItem, Score, Tool
+from lti_dev_platform.store import LIS, LineItem, Score, Tool, User
 
 bp = Blueprint("services", __name__)
 
@@ -254,10 +254,10 @@ def _parse_timestamp(value: t.Any) -> datetime | None:
     return parsed if parsed.tzinfo is not None else None
 
 
-def _score_problem(body: t.Any, context_id: str) -> str | tuple[int, str] | None:
+def _score_problem(body: t.Any, context_id: str, users: dict[str, User]) -> str | tuple[int, str] | None:
     if not isinstance(body, dict):
         return "body must be a JSON object"
-    user = USERS.get(body.get("userId")) if isinstance(body.get("userId"), str) else None
+    user = users.get(body.get("userId")) if isinstance(body.get("userId"), str) else None
     if not isinstance(body.get("userId"), str) or not body["userId"]:
         return "userId is required (the launch's sub)"
     if user is None:
@@ -288,7 +288,12 @@ def scores(context_id: str, item_id: str) -> Response:
     p = platform()
     with p.state.lock:
         body = request.get_json(force=True, silent=True)
-        entry: dict[str, t.Any] = {"context_id": context_id, "line_item_id": item_id, "body": body}
+        entry: dict[str, t.Any] = {
+            "context_id": context_id,
+            "line_item_id": item_id,
+            "body": body,
+            "received_at": time.time(),
+        }
         p.state.score_log.append(entry)
         if p.state.fail_scores["count"] > 0:
             p.state.fail_scores["count"] -= 1
@@ -308,7 +313,7 @@ def _store_score(p: Platform, context_id: str, item_id: str, body: t.Any) -> Res
         return item
     if request.mimetype != SCORE_TYPE:
         return json_error(415, f"Content-Type must be {SCORE_TYPE}")
-    problem = _score_problem(body, context_id)
+    problem = _score_problem(body, context_id, p.state.users)
     if problem:
         status, message = problem if isinstance(problem, tuple) else (400, problem)
         return json_error(status, message)
@@ -378,7 +383,7 @@ def memberships(context_id: str) -> Response:
                 "roles": [u.role] if p.settings.short_nrps_roles else [f"{LIS}/membership#{u.role}"],
                 "status": "Active",
             }
-            for u in USERS.values()
+            for u in p.state.users.values()
         ]
         if "role" in request.args:
             role = request.args["role"]

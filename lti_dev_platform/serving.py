@@ -13,6 +13,10 @@ from waitress.server import create_server
 from lti_dev_platform.app import create_app
 from lti_dev_platform.settings import PlatformSettings
 
+# An LMS holds a whole class's keep-alive connections (waitress's default is 100, then it stops accepting);
+# poll() because select() cannot watch file descriptors above 1023.
+CONNECTIONS = {"connection_limit": 5000, "asyncore_use_poll": True}
+
 
 class ServerThread:
     """Binds at construction (so the port is known, port 0 = ephemeral) and serves until ``stop()``.
@@ -30,9 +34,11 @@ class ServerThread:
     ) -> None:
         if sock is not None:
             host, port = sock.getsockname()[:2]
-            self._server = create_server(app, sockets=[sock], threads=threads, ident="lti-dev-platform")
+            self._server = create_server(app, sockets=[sock], threads=threads, ident="lti-dev-platform", **CONNECTIONS)
         else:
-            self._server = create_server(app, host=host, port=port, threads=threads, ident="lti-dev-platform")
+            self._server = create_server(
+                app, host=host, port=port, threads=threads, ident="lti-dev-platform", **CONNECTIONS
+            )
         self.host = host
         self.port: int = port or self._server.effective_port  # type: ignore[union-attr]
         self._stopping = threading.Event()

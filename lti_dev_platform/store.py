@@ -163,6 +163,8 @@ class PlatformState:
             self.token_requests = 0
             self.seen_jti: dict[str, float] = {}
             self.fail_scores = {"count": 0, "status": 500}
+            self.outage: dict[str, t.Any] | None = None  # while set, service endpoints fail (see test_hooks)
+            self.users: dict[str, User] = dict(USERS)
             self.deep_link_items: list[dict[str, t.Any]] = []
             self.hints: dict[str, LaunchHint] = {}
             self.deep_link_data: dict[str, dict[str, str]] = {}
@@ -196,6 +198,12 @@ class PlatformState:
                     link.line_item_id = item.id
                 self.resource_links[key] = link
             return self.resource_links[key]
+
+    def enrol(self, subs: list[str]) -> None:
+        """Add learners (named after their sub) to every course, e.g. a whole class for a load test."""
+        with self.lock:
+            for sub in subs:
+                self.users.setdefault(sub, User(sub, sub, sub, "Learner", f"{sub}@example.edu", "Learner"))
 
     def new_resource_link_id(self) -> str:
         with self.lock:
@@ -268,4 +276,5 @@ class PlatformState:
                 "registrations": list(self.registrations),
                 "deep_link_items": list(self.deep_link_items),
                 "fail_scores": dict(self.fail_scores),
+                "outage": self.outage,
             }

@@ -35,6 +35,40 @@ def fail_scores() -> Response:
         return jsonify(p.state.fail_scores)
 
 
+@bp.post("/outage")
+def outage() -> Response:
+    """Until called again with ``status`` null, the token, AGS and NRPS endpoints (or only those named in
+    ``endpoints``, e.g. ``["lineitem"]``) answer ``status`` (default 503): an LMS in maintenance, or one
+    failing in part."""
+    body: dict[str, t.Any] = request.get_json(force=True, silent=True) or {}
+    status = body.get("status", 503)
+    p = platform()
+    with p.state.lock:
+        p.state.outage = None if status is None else {"status": int(status), "endpoints": body.get("endpoints")}
+        return jsonify({"outage": p.state.outage})
+
+
+@bp.before_app_request
+def _answer_outage() -> Response | None:
+    outage = platform().state.outage
+    if request.blueprint != "services" or outage is None:
+        return None
+    if outage["endpoints"] is not None and request.endpoint.split(".", 1)[1] not in outage["endpoints"]:
+        return None
+    return json_error(outage["status"], "the platform is in maintenance (test hook)", error="server_error")
+
+
+@bp.post("/enrol")
+def enrol() -> Response:
+    """Enrol learners by their sub (``{"users": ["student-0001", ...]}``): many distinct students for load tests."""
+    body: dict[str, t.Any] = request.get_json(force=True, silent=True) or {}
+    users = body.get("users")
+    if not isinstance(users, list) or not all(isinstance(u, str) and u for u in users):
+        return json_error(400, "users must be a list of user ids")
+    platform().state.enrol(users)
+    return jsonify({"enrolled": len(users)})
+
+
 @bp.post("/due-date")
 def due_date() -> Response:
     """Set (or clear with null) a resource link's due_at, sent as the custom claim on its launches."""

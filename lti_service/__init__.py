@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from flask import Flask, render_template
+from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -40,6 +41,7 @@ def create_app(config: Config | None = None, services: Services | None = None, q
     app.register_error_handler(LaunchError, _launch_error)
     app.register_error_handler(RequestEntityTooLarge, _too_large)
     app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(OperationalError, _database_unavailable)
     app.after_request(_security_headers)
     return app
 
@@ -69,6 +71,16 @@ def _too_large(_error):
 def _http_error(error: HTTPException):
     """Other 4xx/5xx (an expired page, a staff page opened by a student...) in the tool's own page."""
     return render_template("message.html", heading=error.name, message=error.description), error.code
+
+
+def _database_unavailable(error: OperationalError):
+    """The database is restarting or unreachable: say so (503, try again) rather than a bare 500."""
+    log.warning("database unavailable", extra={"event": "database_unavailable", "detail": str(error)[:300]})
+    message = (
+        "The grader's database did not answer just now. Try again in a minute; if you were uploading your "
+        "notebook, upload it again (a notebook sent twice counts once)."
+    )
+    return render_template("message.html", heading="Try again in a minute", message=message), 503, {"Retry-After": "30"}
 
 
 def _security_headers(response):

@@ -26,14 +26,13 @@ SCORE_CONTENT_TYPE = "application/vnd.ims.lis.v1.score+json"
 LINEITEM_CONTENT_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
 LINEITEMS_CONTENT_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
 TOKEN_MARGIN = 30  # seconds before expiry at which a cached token is no longer used
+RETRYABLE_4XX = (401, 408, 409, 429)  # any other 4xx says the request itself is wrong: retrying cannot help
 
 
 class AgsError(Exception):
-    """A failed call to the platform; `retryable` for timeouts, 5xx and 401 (and 409, see post_score).
-
-    `status` is the HTTP status when the platform answered; `reason` says what failed in a few words
-    without the platform's response body (for logs).
-    """
+    """A failed call to the platform. `retryable` for no answer, 5xx and RETRYABLE_4XX (a 401 drops the
+    cached token; a 409 asks for a later timestamp, see passback). `status` is the HTTP status when the
+    platform answered; `reason` says what failed in a few words, never with the platform's response body."""
 
     def __init__(self, message: str, retryable: bool, status: int | None = None, reason: str = "") -> None:
         super().__init__(message)
@@ -114,8 +113,10 @@ class AgsClient:
         token = self.access_token(platform, [LINEITEM_READ_SCOPE, SCORE_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.ims.lis.v2.lineitem+json"}
         try:
-            maximum = self._call(platform, "get", lineitem_url, headers=headers).get("scoreMaximum")
-        except AgsError:
+            maximum = self._service_call(platform, "get", lineitem_url, headers=headers).get("scoreMaximum")
+        except AgsError as error:
+            if error.retryable:
+                raise  # the platform is unwell now: a guessed maximum could post a wrong score
             return None
         return float(maximum) if isinstance(maximum, int | float) and maximum > 0 else None
 
@@ -124,7 +125,7 @@ class AgsClient:
         token = self.access_token(platform, [LINEITEM_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Accept": LINEITEMS_CONTENT_TYPE}
         url = with_query(lineitems_url, resource_link_id=resource_link_id)
-        items = self._call(platform, "get", url, expect=list, headers=headers)
+        items = self._service_call(platform, "get", url, expect=list, headers=headers)
         return [item for item in items if isinstance(item, dict)]
 
     def create_lineitem(self, platform: Platform, lineitems_url: str, lineitem: dict) -> dict:
@@ -132,15 +133,19 @@ class AgsClient:
         token = self.access_token(platform, [LINEITEM_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Content-Type": LINEITEM_CONTENT_TYPE}
         headers["Accept"] = LINEITEM_CONTENT_TYPE
-        return self._call(platform, "post", lineitems_url, json=lineitem, headers=headers)
+        return self._service_call(platform, "post", lineitems_url, json=lineitem, headers=headers)
 
     def post_score(self, platform: Platform, lineitem_url: str, score: dict) -> None:
         token = self.access_token(platform, [LINEITEM_READ_SCOPE, SCORE_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Content-Type": SCORE_CONTENT_TYPE}
+        self._service_call(platform, "post", scores_url(lineitem_url), json=score, headers=headers)
+
+    def _service_call(self, platform: Platform, method: str, url: str, expect: type = dict, **kwargs):
+        """A call with a cached access token, dropped when the platform no longer accepts it."""
         try:
-            self._call(platform, "post", scores_url(lineitem_url), json=score, headers=headers)
+            return self._call(platform, method, url, expect, **kwargs)
         except AgsError as error:
-            if "HTTP 401" in str(error):
+            if error.status == 401:
                 self.forget_token(platform)
             raise
 
@@ -152,7 +157,12 @@ class AgsClient:
         except OutboundError as error:
             raise AgsError(f"{url}: {error.reason}", retryable=error.retryable, reason=error.reason) from None
         if reply.status >= 400:
-            retryable = reply.status >= 500 or reply.status in (401, 409, 429)
-            raise AgsError(f"{url}: HTTP {reply.status}", retryable, status=reply.status, reason=f"HTTP {reply.status}")
+            retryable = reply.status >= 500 or reply.status in RETRYABLE_4XX
+            raise AgsError(
+                f"{url}: HTTP {reply.status}",
+                retryable,
+                status=reply.status,
+                reason=f"the platform answered HTTP {reply.status}",
+            )
         body = reply.json()
         return body if isinstance(body, expect) else expect()

@@ -15,7 +15,11 @@ from .services import Services
 # What each kind of batch does to the rows it takes: which rows, and how they are reset to be done again.
 KINDS = {
     "regrade": (Attempt, ("graded", "failed"), lambda: {"status": "queued", "error": None}),
-    "resend": (Passback, ("pending", "failed"), lambda: {"status": "pending", "tries": 0, "next_try_at": utcnow()}),
+    "resend": (
+        Passback,
+        ("pending", "failed"),
+        lambda: {"status": "pending", "tries": 0, "next_try_at": utcnow(), "failing_since": None, "lease_id": None},
+    ),
 }
 
 

@@ -4,10 +4,17 @@ add/list/show/update/remove (assignments/cli.py), keys rotate/list/remove, db up
 from __future__ import annotations
 
 import argparse
+import ctypes
 import logging
+import os
+import resource
+import signal
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .assignments import cli as assignment_cli
 from .config import Config
@@ -19,6 +26,13 @@ from .lti.registration import CANVAS_SERVICES
 from .platforms import add_platform, list_platforms, remove_platform, update_platform
 from .services import Services
 
+if TYPE_CHECKING:
+    from flask import Flask
+
+OTHER_OPEN_FILES = 200  # what the web process opens besides connections: database, queue, keys
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
+RESTART_PAUSE = 1.0  # seconds before serve starts its worker again (no busy loop if it cannot start)
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lti_service", description="The notebook-grading LTI 1.3 tool.")
@@ -27,10 +41,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=5000)
     serve.add_argument("--threads", type=int, default=8, help="web request threads")
-    serve.add_argument("--workers", type=int, default=2, help="grading worker threads in this process")
+    serve.add_argument("--workers", type=int, default=2, help="grading threads of its worker process")
     serve.add_argument("--no-worker", action="store_true", help="web only (workers run elsewhere)")
     worker = sub.add_parser("worker", help="run a grading and passback worker only")
     worker.add_argument("--workers", type=int, default=2, help="worker threads")
+    worker.add_argument("--parent", type=int, help="stop when the process with this id ends (serve's own worker)")
 
     platform = sub.add_parser("platform", help="manage registered platforms").add_subparsers(
         dest="action", required=True
@@ -90,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return serve(services, args)
     if args.command == "worker":
-        return run_worker(services, args.workers)
+        return run_worker(services, args.workers, args.parent)
     if args.command == "platform":
         return manage_platforms(services, args)
     if args.command == "keys":
@@ -102,25 +117,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def serve(services: Services, args: argparse.Namespace) -> int:
-    """The web app in a waitress thread; the main thread runs the worker (it owns Ctrl-C and SIGTERM)."""
-    from waitress.server import create_server
-
+    """The web app in a waitress thread and, unless --no-worker, a worker process that this one starts
+    again whenever it dies. Grading stays out of the web process: its thousands of connections would push
+    the grader's pipes past what select() can watch, and grading would compete with requests for the GIL."""
     from . import create_app
 
     app = create_app(services=services)
-    server = create_server(
-        app, host=args.host, port=args.port, threads=args.threads, clear_untrusted_proxy_headers=False
-    )
+    server = _web_server(app, services.config, args.host, args.port, args.threads)
     web = threading.Thread(target=server.run, name="web", daemon=True)
     web.start()
     logging.getLogger("lti_service").info("serving on http://%s:%s", args.host, args.port)
     print(f"LTI tool on http://{args.host}:{args.port}  (login /lti/login, launch /lti/launch, JWKS /lti/jwks.json)")
     sys.stdout.flush()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop as on Ctrl-C: the worker is stopped too
     try:
         if args.no_worker:
             threading.Event().wait()
         else:
-            app.extensions["queue"].consumer(args.workers).run()
+            _supervise_worker(args.workers)
     except KeyboardInterrupt:
         pass
     finally:
@@ -128,10 +142,60 @@ def serve(services: Services, args: argparse.Namespace) -> int:
     return 0
 
 
-def run_worker(services: Services, workers: int) -> int:
+def _supervise_worker(threads: int) -> None:
+    """Run `worker` as a child process until interrupted, starting it again when it dies (another worker,
+    or the new one, takes its attempts over once their leases end)."""
+    command = [sys.executable, "-m", "lti_service", "worker", "--workers", str(threads), "--parent", str(os.getpid())]
+    while True:
+        child = subprocess.Popen(command)
+        try:
+            code = child.wait()
+        finally:
+            if child.poll() is None:  # we are stopping: stop the worker too
+                child.terminate()
+                child.wait(timeout=60)
+        logging.getLogger("lti_service").warning("the worker process exited (%s); starting another", code)
+        time.sleep(RESTART_PAUSE)
+
+
+def _web_server(app: Flask, config: Config, host: str, port: int, threads: int):
+    """Waitress, sized for a class at a deadline: idle keep-alive connections must not lock anyone out
+    (waitress's defaults are 100 connections and a 120 s idle timeout)."""
+    from waitress.server import create_server
+
+    return create_server(
+        app, host=host, port=port, threads=threads, clear_untrusted_proxy_headers=False,
+        connection_limit=_connection_limit(config.web_connection_limit), channel_timeout=config.web_idle_timeout,
+        asyncore_use_poll=True,  # select() cannot watch file descriptors above 1023
+    )  # fmt: skip
+
+
+def _connection_limit(wanted: int) -> int:
+    """WEB_CONNECTION_LIMIT, once the open-file limit is raised to fit it (up to the hard limit); fewer,
+    with a warning, when the hard limit is too low."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = wanted + OTHER_OPEN_FILES
+    if hard != resource.RLIM_INFINITY:
+        needed = min(needed, hard)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+        soft = needed
+    if soft == resource.RLIM_INFINITY or soft >= wanted + OTHER_OPEN_FILES:
+        return wanted
+    fitting = max(100, soft - OTHER_OPEN_FILES)
+    logging.getLogger("lti_service").warning("open-file limit %s: accepting %s connections at most", soft, fitting)
+    return fitting
+
+
+def run_worker(services: Services, workers: int, parent: int | None = None) -> int:
+    """A worker; with `parent`, one that ends with that process (even one killed with SIGKILL)."""
     from .jobs import build_queue
 
-    build_queue(services).consumer(workers).run()
+    if parent is not None:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent ended before we asked to be told
+            return 0
+    build_queue(services).run_worker(services, workers)
     return 0
 
 

@@ -52,12 +52,23 @@ class Config:
     """HTTP_TIMEOUT: seconds for every request to a platform (JWKS, tokens, scores, registration)"""
     clock_skew: int = field(default_factory=lambda: int(_env("CLOCK_SKEW", "60")))
     """CLOCK_SKEW: seconds of platform clock drift tolerated in id_tokens"""
-    grading_deadline: int = field(default_factory=lambda: int(_env("GRADING_DEADLINE", "300")))
-    """GRADING_DEADLINE: seconds after which a grading job whose worker vanished is queued again"""
-    passback_max_tries: int = field(default_factory=lambda: int(_env("PASSBACK_MAX_TRIES", "8")))
-    """PASSBACK_MAX_TRIES: attempts to send a score before it is marked failed"""
+    grading_lease: float = field(default_factory=lambda: float(_env("GRADING_LEASE", "20")))
+    """GRADING_LEASE: seconds a worker holds an attempt it grades; renewed while it works, so a killed
+    worker's attempts are graded elsewhere soon after this"""
+    worker_poll: float = field(default_factory=lambda: float(_env("WORKER_POLL", "2")))
+    """WORKER_POLL: seconds between a worker's looks in the database for work the queue does not carry
+    (attempts queued for longer than twice this, expired leases, grades due for a retry)"""
     passback_backoff: float = field(default_factory=lambda: float(_env("PASSBACK_BACKOFF", "2")))
-    """PASSBACK_BACKOFF: seconds before the first retry; doubles each time, capped at 1 hour"""
+    """PASSBACK_BACKOFF: seconds before the first retry of a score; doubles each time"""
+    passback_max_backoff: float = field(default_factory=lambda: float(_env("PASSBACK_MAX_BACKOFF", "300")))
+    """PASSBACK_MAX_BACKOFF: the longest wait between two tries of a score"""
+    passback_retry_for: float = field(default_factory=lambda: float(_env("PASSBACK_RETRY_FOR", str(72 * 3600))))
+    """PASSBACK_RETRY_FOR: seconds a score is retried after its first failure before it is marked failed"""
+    web_connection_limit: int = field(default_factory=lambda: int(_env("WEB_CONNECTION_LIMIT", "2000")))
+    """WEB_CONNECTION_LIMIT: open connections the web server accepts (idle keep-alive ones included)"""
+    web_idle_timeout: int = field(default_factory=lambda: int(_env("WEB_IDLE_TIMEOUT", "75")))
+    """WEB_IDLE_TIMEOUT: seconds after which the web server closes an idle connection (keep it longer
+    than the reverse proxy's upstream keep-alive timeout)"""
     login_limit_per_client: int = field(default_factory=lambda: int(_env("LOGIN_LIMIT_PER_CLIENT", "300")))
     """LOGIN_LIMIT_PER_CLIENT: OIDC logins one client address may have pending (not yet launched, < 10 min)"""
     login_limit_total: int = field(default_factory=lambda: int(_env("LOGIN_LIMIT_TOTAL", "20000")))

@@ -11,7 +11,7 @@ from .ags import AgsError
 from .assignments import links
 from .db import Attempt, Passback, Platform
 from .link_settings import link_key, load
-from .passback import counting_attempt
+from .passback import Waiting, counting_attempt, waiting
 from .services import Services
 
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
@@ -39,6 +39,8 @@ class Dashboard:
     roster_error: str | None
     max_score: float
     question_rates: dict[str, float]
+    waiting: Waiting | None
+    """grades the platform has not accepted yet and that the tool keeps retrying"""
 
     @property
     def gradebook_scores(self) -> list[float]:
@@ -70,7 +72,7 @@ def build(services: Services, launch) -> Dashboard:
     counted = [counting_attempt(user_attempts, policy) for user_attempts in by_user.values()]
     counted = [a for a in counted if a is not None]
     max_score = next((a.max_score for a in counted), None) or links.version_for(services, launch).points
-    return Dashboard(rows, roster_error, max_score, _question_rates(counted))
+    return Dashboard(rows, roster_error, max_score, _question_rates(counted), waiting(services, key))
 
 
 def _roster(services: Services, platform: Platform, launch) -> tuple[list[dict], str | None]:

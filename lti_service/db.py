@@ -23,6 +23,8 @@ from sqlalchemy import (
     create_engine,
     event,
 )
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
@@ -129,6 +131,9 @@ class Attempt(LinkScoped, Base):
     sha256: Mapped[str] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
     deadline: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    """while grading: when the worker's lease ends unless it renews it (then another worker may take over)"""
+    lease_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    """while grading: the lease of the worker grading it; only that worker may record the result"""
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_score: Mapped[float | None] = mapped_column(Float, nullable=True)
     result: Mapped[dict | None] = mapped_column(JSON, nullable=True)
@@ -149,7 +154,7 @@ class Attempt(LinkScoped, Base):
 
 
 class Passback(LinkScoped, Base):
-    """The outbox row for one user's grade on one line item; sent, retried with backoff, or failed."""
+    """The outbox row for one user's grade on one line item; sent, retried for days, or failed."""
 
     __tablename__ = "passbacks"
     __table_args__ = (UniqueConstraint("platform_id", "lineitem_url", "user_id"),)
@@ -157,9 +162,15 @@ class Passback(LinkScoped, Base):
     lineitem_url: Mapped[str] = mapped_column(String(1000))
     user_id: Mapped[str] = mapped_column(String(400))
     status: Mapped[str] = mapped_column(String(20), default="pending", index=True)
-    """pending (to send or retry), sent, or failed (gave up after the maximum tries)"""
+    """pending (to send or retry), sent, or failed (the platform refused it, or retries ran out of time)"""
     tries: Mapped[int] = mapped_column(Integer, default=0)
+    failing_since: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    """when the first of the current run of failed tries happened (None once sent); retries stop after
+    PASSBACK_RETRY_FOR from here"""
     next_try_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow, index=True)
+    """when the row is due (a worker sending it holds it until then)"""
+    lease_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    """while a worker sends it: that worker's lease; only it may record the outcome"""
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     sent_score: Mapped[float | None] = mapped_column(Float, nullable=True)
     last_timestamp: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
@@ -317,6 +328,8 @@ class PreviewGrade(Base):
     attempt_id: Mapped[int] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"))
     status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
     deadline: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    """while grading: when the worker's lease ends unless it renews it (as for attempts)"""
+    lease_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_score: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -334,6 +347,10 @@ class Database:
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def insert(self, model: type[Base]):
+        """An INSERT of this database's dialect, which offers `on_conflict_do_update` (an upsert)."""
+        return (postgresql_insert if self.engine.dialect.name == "postgresql" else sqlite_insert)(model)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

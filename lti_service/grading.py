@@ -1,20 +1,31 @@
 """Grading jobs. The attempts table owns their state, so running a job twice is harmless.
 
-queued -> grading (claimed with a deadline) -> graded | failed. A job whose worker vanished (deadline
-passed) is queued again by the sweep.
+queued -> grading (leased by one worker, which renews the lease while it works) -> graded | failed.
+A worker that dies stops renewing: once its lease runs out (GRADING_LEASE) another worker takes the
+attempt over. Only the lease holder records the result, and the graded status and the grade's outbox
+row are written in one transaction, so a crash leaves either both or neither. An attempt is graded
+against the assignment version its link is pinned to at that moment. A link moving to another version
+grades its attempts again as preview grades (assignments/moves.py), leased the same way.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import logging
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from sqlalchemy import func, or_, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from autograder import GradeOptions, SandboxUnavailable, grade_submission
 
+from . import passback
 from .assignments import catalog, links
 from .db import Attempt, PreviewGrade, utcnow
 from .link_settings import SubmissionRules, due_at, link_key, load
@@ -22,6 +33,8 @@ from .lti.lineitems import link_lineitem
 from .services import Services
 
 UPLOAD_RACE_RETRIES = 20  # each round stores at least one of the racing uploads
+Job = type[Attempt] | type[PreviewGrade]  # rows graded under a lease
+log = logging.getLogger("lti_service.grading")
 
 
 class SubmissionRefused(Exception):
@@ -29,7 +42,7 @@ class SubmissionRefused(Exception):
 
 
 def create_attempt(services: Services, launch, filename: str, data: bytes) -> tuple[Attempt, bool]:
-    """Store an upload durably; the same notebook sent twice (a double click) makes one attempt.
+    """Store an upload durably; the same notebook sent twice (a double click, a retry) makes one attempt.
 
     Returns the attempt and whether it is new (only a new attempt needs a grading job). Raises
     SubmissionRefused when the link's settings refuse a new attempt now. The database decides races:
@@ -66,33 +79,70 @@ def _store_attempt(services: Services, launch, filename: str, data: bytes) -> tu
     return attempt, True
 
 
-def claim(services: Services, attempt_id: int, job: type[Attempt] | type[PreviewGrade] = Attempt) -> bool:
-    """Mark the attempt (or a preview grade of it, assignments/moves.py) as being graded by this worker,
-    unless another worker holds it."""
-    now = utcnow()
-    deadline = now + dt.timedelta(seconds=services.config.grading_deadline)
+def claim(services: Services, attempt_id: int, job: Job = Attempt) -> str | None:
+    """Lease the attempt (or preview grade) for this worker unless another worker holds a live lease; the
+    lease id."""
+    now, lease_id = utcnow(), uuid.uuid4().hex
     with services.db.session() as session:
         claimed = session.execute(
             update(job)
             .where(job.id == attempt_id, or_(job.status == "queued", (job.status == "grading") & (job.deadline < now)))
-            .values(status="grading", deadline=deadline)
+            .values(status="grading", deadline=_lease_end(services), lease_id=lease_id)
         )
-        return claimed.rowcount == 1
+    return lease_id if claimed.rowcount == 1 else None
 
 
-def grade_attempt(services: Services, attempt_id: int) -> Attempt | None:
+def _lease_end(services: Services) -> dt.datetime:
+    return utcnow() + dt.timedelta(seconds=services.config.grading_lease)
+
+
+@contextmanager
+def lease_renewed(services: Services, attempt_id: int, lease_id: str, job: Job = Attempt) -> Iterator[None]:
+    """Renew the lease several times per GRADING_LEASE while the block runs (a heartbeat)."""
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(services.config.grading_lease / 4):
+            try:
+                with services.db.session() as session:
+                    session.execute(
+                        update(job)
+                        .where(job.id == attempt_id, job.lease_id == lease_id)
+                        .values(deadline=_lease_end(services))
+                    )
+            except SQLAlchemyError:  # the database is briefly away: the next beat tries again
+                log.warning("could not renew the lease of attempt %s", attempt_id, exc_info=True)
+
+    beat = threading.Thread(target=renew, name=f"lease-{attempt_id}", daemon=True)
+    beat.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        beat.join()
+
+
+class Finished(NamedTuple):
+    attempt: Attempt
+    passback_id: int | None
+    """the outbox row to send now, when the attempt was graded on a link with a gradebook column"""
+
+
+def grade_attempt(services: Services, attempt_id: int) -> Finished | None:
     """Grade one attempt if it still needs grading (None when another worker has it or it is done), against
     the version its link is pinned to now."""
-    if not claim(services, attempt_id):
+    lease_id = claim(services, attempt_id)
+    if lease_id is None:
         return None
+    log.info("grading attempt %s", attempt_id, extra={"event": "grading", "attempt": attempt_id, "lease": lease_id})
     with services.db.session() as session:
         attempt = session.get(Attempt, attempt_id)
         data = attempt.notebook
     version = links.pinned(services.db, link_key(attempt))
     zip_path = catalog.zip_path(services.config.data_dir, services.db, version)
-    return _finish(
-        services, attempt_id, assignment_version_id=version.id, **grade_notebook(zip_path, data, attempt.filename)
-    )
+    with lease_renewed(services, attempt_id, lease_id):
+        outcome = grade_notebook(zip_path, data, attempt.filename)
+    return _finish(services, attempt_id, lease_id, {**outcome, "assignment_version_id": version.id})
 
 
 def grade_notebook(zip_path: Path, notebook: bytes, label: str) -> dict:
@@ -105,31 +155,43 @@ def grade_notebook(zip_path: Path, notebook: bytes, label: str) -> dict:
     if result.error:
         return dict(status="failed", error=result.error)
     return dict(
-        status="graded", score=result.score, max_score=result.max_score, result=result.to_dict(),
-        feedback=result.to_dict(student_view=True), error=None,
-    )  # fmt: skip
+        status="graded",
+        score=result.score,
+        max_score=result.max_score,
+        result=result.to_dict(),
+        feedback=result.to_dict(student_view=True),
+        error=None,
+    )
 
 
-def _finish(services: Services, attempt_id: int, **values) -> Attempt:
+def _finish(services: Services, attempt_id: int, lease_id: str, values: dict) -> Finished | None:
+    """Record the outcome and, for a grade, its outbox row, in one transaction; None when this worker
+    lost its lease (another worker took the attempt over and records its own result)."""
     with services.db.session() as session:
+        recorded = session.execute(
+            update(Attempt)
+            .where(Attempt.id == attempt_id, Attempt.lease_id == lease_id, Attempt.status == "grading")
+            .values(**values, graded_at=utcnow(), deadline=None, lease_id=None)
+        )
+        if recorded.rowcount != 1:
+            return None
         attempt = session.get(Attempt, attempt_id)
-        for name, value in values.items():
-            setattr(attempt, name, value)
-        attempt.graded_at, attempt.deadline = utcnow(), None
-    return attempt
+        send = attempt.status == "graded" and attempt.lineitem_url
+        return Finished(attempt, passback.record_grade(services, session, attempt) if send else None)
 
 
-def stale_attempts(
-    services: Services, queued_for: dt.timedelta, job: type[Attempt] | type[PreviewGrade] = Attempt
-) -> list[int]:
-    """Attempts (or preview grades) whose job may be lost: queued for a while, or grading past their deadline."""
+def unclaimed(services: Services, queued_for: dt.timedelta, job: Job = Attempt) -> int | None:
+    """An attempt (or preview grade) no worker holds: grading past its lease (its worker died), or else the
+    oldest queued one once it has waited `queued_for` (its task may be lost). Two index lookups, however long
+    the queue."""
     now = utcnow()
     with services.db.session() as session:
-        return list(
-            session.scalars(
-                select(job.id).where(
-                    ((job.status == "queued") & (job.created_at < now - queued_for))
-                    | ((job.status == "grading") & (job.deadline < now))
-                )
-            )
-        )
+        expired = session.scalars(
+            select(job.id).where(job.status == "grading", job.deadline < now).order_by(job.id).limit(1)
+        ).first()
+        if expired is not None:
+            return expired
+        oldest = session.execute(
+            select(job.id, job.created_at).where(job.status == "queued").order_by(job.id).limit(1)
+        ).first()
+    return oldest.id if oldest is not None and oldest.created_at < now - queued_for else None

@@ -1,43 +1,67 @@
-"""The job queue: Huey on SQLite (embedded default) or Redis (QUEUE_URL), with its tasks.
+"""The job queue and what a worker process runs.
 
-The queue only carries ids; the database says what is left to do, so a lost or repeated task is
-harmless and the periodic sweep re-queues whatever a vanished worker left behind.
+Huey (on SQLite by default, Redis with QUEUE_URL) carries attempt ids so that a worker starts grading an
+upload at once; the grade's score leaves from the same worker right after grading. The database says
+what is left to do, so the queue may lose or repeat a task: every worker process also polls the database
+(WORKER_POLL) for what the queue does not carry (attempts whose task was lost, attempts whose worker died,
+grades due for a retry; the same for preview grades of links moving to a new version, and assignments
+uploaded in the browser) and does it itself. Doing anything twice is harmless.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
+import time
 from dataclasses import dataclass
 
-from huey import Huey, RedisHuey, SqliteHuey, crontab
+from huey import Huey, RedisHuey, SqliteHuey
+from huey.api import TaskWrapper
 
 from . import batches, grading, passback
 from .assignments import builds, moves
-from .db import Attempt, Launch, Passback, utcnow
+from .db import Attempt, Launch, Passback, PreviewGrade, utcnow
 from .lti.storage import DatabaseLaunchDataStorage
 from .services import Services
 
 log = logging.getLogger("lti_service.jobs")
-LOST_AFTER = dt.timedelta(minutes=2)  # a queued attempt older than this probably lost its task
+DUE_BATCH = 50  # grades sent per poll round before the poll looks for lost attempts again
+HOUSEKEEPING_EVERY = 60.0  # seconds between purges of expired launches and LTI state
 
 
 @dataclass
 class Queue:
     huey: Huey
-    grade: object
-    send_score: object
-    sweep: object
-    grade_preview: object
+    grade: TaskWrapper
+    send_score: TaskWrapper
+    grade_preview: TaskWrapper
     """grade an attempt against the version its link is moving to (assignments/moves.py)"""
-    build_assignment: object
+    build_assignment: TaskWrapper
     """build and store an assignment uploaded in the browser (assignments/builds.py)"""
 
-    def consumer(self, workers: int = 2):
-        """A Huey consumer: worker threads, and the scheduler for retries and the periodic sweep."""
-        return self.huey.create_consumer(
-            workers=workers, worker_type="thread", periodic=True, initial_delay=0.01, max_delay=0.1, backoff=1.1
-        )
+    def submit(self, task: TaskWrapper, row_id: int) -> None:
+        """Enqueue, best effort: when the queue is down, a worker's poll finds the row in the database."""
+        try:
+            task(row_id)
+        except Exception:  # Redis down or restarting, SQLite queue locked...: the database is the record
+            log.warning("could not queue %s(%s); a worker's poll will find it", task.name, row_id, exc_info=True)
+
+    def run_worker(self, services: Services, threads: int = 2) -> None:
+        """Huey's worker threads and the database poll, until Ctrl-C or SIGTERM."""
+        poll = DatabasePoll(services)
+        poll.start()
+        # Idle workers poll SQLite (every 0.1 s at most); Redis hands tasks over as they come, so there the
+        # waits only follow errors (Redis away): a few seconds apart rather than ten logged errors a second.
+        waits = dict(backoff=2, max_delay=5.0) if self.huey.storage.blocking else dict(backoff=1.1, max_delay=0.1)
+        consumer = self.huey.create_consumer(
+            workers=threads, worker_type="thread", initial_delay=0.01, **waits,
+            periodic=False, scheduler_interval=60,  # nothing is scheduled for later: retries come from the poll
+        )  # fmt: skip
+        try:
+            consumer.run()
+        finally:
+            poll.stop()
 
 
 def build_queue(services: Services) -> Queue:
@@ -49,39 +73,11 @@ def build_queue(services: Services) -> Queue:
 
     @huey.task(name="grade")
     def grade(attempt_id: int) -> None:
-        attempt = grading.grade_attempt(services, attempt_id)
-        if attempt is None:
-            return
-        batches.finish(services, Attempt, attempt.id, failed=attempt.status != "graded")
-        if attempt.status == "graded" and attempt.lineitem_url:
-            send_score(passback.record_grade(services, attempt))
+        grade_and_send(services, attempt_id)
 
     @huey.task(name="send_score")
     def send_score(passback_id: int) -> None:
-        delay = passback.send(services, passback_id)
-        if delay is not None:
-            send_score.schedule((passback_id,), delay=delay)
-        elif (status := passback.status_of(services, passback_id)) in ("sent", "failed"):
-            batches.finish(services, Passback, passback_id, failed=status == "failed")
-
-    @huey.periodic_task(crontab(minute="*"), name="sweep")
-    def sweep() -> None:
-        for attempt_id in grading.stale_attempts(services, LOST_AFTER):
-            log.info("re-queueing attempt %s", attempt_id)
-            grade(attempt_id)
-        for row_id in passback.due_passbacks(services):
-            send_score(row_id)
-        DatabaseLaunchDataStorage(services.db).purge_expired()
-        with services.db.session() as session:
-            session.query(Launch).filter(Launch.expires_at < utcnow()).delete()
-        sweep_assignments()
-
-    grade_preview, build_assignment, sweep_assignments = _assignment_tasks(huey, services)
-    return Queue(huey, grade, send_score, sweep, grade_preview, build_assignment)
-
-
-def _assignment_tasks(huey: Huey, services: Services) -> tuple:
-    """The tasks of assignments/ and what the sweep does for them."""
+        send(services, passback_id)
 
     @huey.task(name="grade_preview")
     def grade_preview(preview_id: int) -> None:
@@ -91,9 +87,82 @@ def _assignment_tasks(huey: Huey, services: Services) -> tuple:
     def build_assignment(build_id: int) -> None:
         builds.run(services, build_id)
 
-    def sweep_assignments() -> None:
-        for preview_id in moves.stale_previews(services, LOST_AFTER):
-            grade_preview(preview_id)
-        builds.fail_abandoned(services)
+    return Queue(huey, grade, send_score, grade_preview, build_assignment)
 
-    return grade_preview, build_assignment, sweep_assignments
+
+def grade_and_send(services: Services, attempt_id: int) -> None:
+    """Grade the attempt if it still needs it, then send its score from this worker at once (the outbox
+    row, written with the grade, is the durable record if sending fails)."""
+    finished = grading.grade_attempt(services, attempt_id)
+    if finished is None:
+        return
+    batches.finish(services, Attempt, attempt_id, failed=finished.attempt.status != "graded")
+    if finished.passback_id is not None:
+        send(services, finished.passback_id)
+
+
+def send(services: Services, passback_id: int) -> None:
+    status = passback.send(services, passback_id)
+    if status in ("sent", "failed"):
+        batches.finish(services, Passback, passback_id, failed=status == "failed")
+
+
+class DatabasePoll:
+    """A worker process's thread that does what the queue does not carry, found in the database."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.interval = services.config.worker_poll
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="database-poll", daemon=True)
+        self._housekept_at = 0.0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                busy = self.round()
+            except Exception:  # e.g. the database restarting: try again at the next round
+                log.warning("database poll failed", exc_info=True)
+                busy = False
+            if not busy:
+                self._stop.wait(self.interval)
+
+    def round(self) -> bool:
+        """Send the grades that are due, then grade one attempt no worker holds; True when there was work
+        (the next round then starts at once)."""
+        if time.monotonic() - self._housekept_at >= HOUSEKEEPING_EVERY:
+            self._housekeeping()
+        due = passback.due(self.services, DUE_BATCH)
+        for row_id in due:
+            send(self.services, row_id)
+        lost = dt.timedelta(seconds=2 * self.interval)
+        attempt_id = grading.unclaimed(self.services, queued_for=lost)
+        if attempt_id is not None:
+            log.info("picking up attempt %s from the database", attempt_id)
+            grade_and_send(self.services, attempt_id)
+        return bool(due) or attempt_id is not None or self._assignment_work(lost)
+
+    def _assignment_work(self, lost: dt.timedelta) -> bool:
+        """A preview grade, or else an uploaded assignment, that no worker holds; True when there was one."""
+        preview_id = grading.unclaimed(self.services, queued_for=lost, job=PreviewGrade)
+        if preview_id is not None:
+            moves.grade_preview(self.services, preview_id)
+            return True
+        build_id = builds.unclaimed(self.services, queued_for=lost)
+        if build_id is not None:
+            builds.run(self.services, build_id)
+        return build_id is not None
+
+    def _housekeeping(self) -> None:
+        self._housekept_at = time.monotonic()
+        DatabaseLaunchDataStorage(self.services.db).purge_expired()
+        builds.fail_abandoned(self.services)
+        with self.services.db.session() as session:
+            session.query(Launch).filter(Launch.expires_at < utcnow()).delete()

@@ -1,17 +1,26 @@
-"""The grade outbox: one row per user and line item, sent through AGS, retried with backoff.
+"""The grade outbox: one row per user and line item, sent through AGS right after grading, retried by time.
 
 The score is read from the attempts when the row is sent, never copied when it is queued, so a stale
 score is never posted and sending twice is harmless. Policy "best": a worse later attempt never lowers
 the gradebook; "latest": the newest graded attempt counts.
+
+While the platform fails (no answer, 5xx, 401/408/409/429) a row is tried again after waits that double
+up to PASSBACK_MAX_BACKOFF (each cut by up to half at random), for PASSBACK_RETRY_FOR after its first
+failure (72 h by default: an LMS's maintenance lasts hours or a weekend); the first success on a platform
+makes its other waiting rows due at once. Only a 4xx saying that the request itself is wrong ends a row
+as failed sooner.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import random
+import uuid
+from dataclasses import dataclass
 
-from sqlalchemy import select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
 
 from . import link_settings
 from .ags import AgsError
@@ -19,26 +28,22 @@ from .db import Attempt, Passback, Platform, utcnow
 from .services import Services
 
 log = logging.getLogger("lti_service.passback")
-LEASE = dt.timedelta(seconds=60)  # a worker sending a row holds it this long
-MAX_BACKOFF = 3600.0
+SEND_CALLS = 3  # a send makes at most three calls (token, line item, score), each within HTTP_TIMEOUT
 
 
-def record_grade(services: Services, attempt: Attempt) -> int:
-    """Queue (or re-queue) the gradebook update for the attempt's user and line item; the row id."""
+def record_grade(services: Services, session: Session, attempt: Attempt) -> int:
+    """Queue (or re-queue) the gradebook update for the attempt's user and line item, due now, in the
+    caller's transaction (the one that marks the attempt graded); the row id. A worker still sending the
+    row's previous grade loses its lease: its outcome is not recorded over this one."""
+    pending = dict(status="pending", tries=0, next_try_at=utcnow(), lease_id=None, last_error=None, failing_since=None)
     key = dict(platform_id=attempt.platform_id, lineitem_url=attempt.lineitem_url, user_id=attempt.user_id)
-    for _ in range(2):  # a concurrent insert of the same row wins once; then we update it
-        try:
-            with services.db.session() as session:
-                row = session.scalars(select(Passback).filter_by(**key)).first()
-                if row is None:
-                    row = Passback(**key, context_id=attempt.context_id, resource_link_id=attempt.resource_link_id)
-                    session.add(row)
-                row.status, row.tries, row.next_try_at, row.last_error = "pending", 0, utcnow(), None
-                session.flush()
-                return row.id
-        except IntegrityError:
-            continue
-    raise RuntimeError("could not record the grade for passback")
+    statement = (
+        services.db.insert(Passback)
+        .values(**key, context_id=attempt.context_id, resource_link_id=attempt.resource_link_id, **pending)
+        .on_conflict_do_update(index_elements=list(key), set_=pending)
+        .returning(Passback.id)
+    )
+    return session.scalar(statement)
 
 
 def counting_attempt(attempts: list[Attempt], policy: str) -> Attempt | None:
@@ -72,37 +77,42 @@ def _link(row: Passback) -> dict:
 
 
 def lease(services: Services, passback_id: int) -> Passback | None:
-    """Take a due pending row for sending (other workers skip it until the lease ends)."""
-    now = utcnow()
+    """Take a due pending row for sending; other workers skip it until it is settled or the lease ends."""
+    now, lease_id = utcnow(), uuid.uuid4().hex
+    lease_end = now + dt.timedelta(seconds=SEND_CALLS * services.config.http_timeout + 5)
     with services.db.session() as session:
         taken = session.execute(
             update(Passback)
             .where(Passback.id == passback_id, Passback.status == "pending", Passback.next_try_at <= now)
-            .values(next_try_at=now + LEASE)
+            .values(next_try_at=lease_end, lease_id=lease_id)
         )
         return session.get(Passback, passback_id) if taken.rowcount == 1 else None
 
 
-def send(services: Services, passback_id: int) -> float | None:
-    """Send one row if it is due. Returns the delay before a retry, or None when nothing remains to do."""
+def send(services: Services, passback_id: int) -> str | None:
+    """Send one row if it is due and free; its status afterwards (None when another worker has it or it
+    is not due)."""
     row = lease(services, passback_id)
     if row is None:
         return None
+    # The timestamp is taken before the score is read, so a fresher read always carries a later timestamp
+    # and a platform keeps the newest score whatever order concurrent sends arrive in.
+    timestamp = _next_timestamp(row.last_timestamp)
     attempt = score_to_send(services, row)
     if attempt is None:
-        return _settle(services, row.id, status="sent", last_error=None)
+        return _settle(services, row, status="sent", last_error=None, failing_since=None)
     with services.db.session() as session:
         platform = session.get(Platform, row.platform_id)
-    timestamp = _next_timestamp(row.last_timestamp)
     try:
         maximum = services.ags.lineitem_maximum(platform, row.lineitem_url) or attempt.max_score
         services.ags.post_score(platform, row.lineitem_url, _score_body(services, row, attempt, maximum, timestamp))
     except AgsError as error:
         _log_failed_try(platform, row, error)
         return _failed_try(services, row, error, timestamp)
+    _retry_waiting_now(services, row.platform_id)
     return _settle(
-        services, row.id, status="sent", sent_score=attempt.final_score, last_timestamp=timestamp, sent_at=utcnow(),
-        last_error=None,
+        services, row, status="sent", sent_score=attempt.final_score, last_timestamp=timestamp, sent_at=utcnow(),
+        last_error=None, failing_since=None,
     )  # fmt: skip
 
 
@@ -123,7 +133,8 @@ def _score_body(services: Services, row: Passback, attempt: Attempt, maximum: fl
 
 def _next_timestamp(last: dt.datetime | None) -> dt.datetime:
     """Now, or just after the last timestamp sent: platforms reject a score not newer than the stored one."""
-    now = utcnow().replace(microsecond=utcnow().microsecond // 1000 * 1000)
+    now = utcnow()
+    now = now.replace(microsecond=now.microsecond // 1000 * 1000)
     return max(now, last + dt.timedelta(milliseconds=1)) if last else now
 
 
@@ -139,34 +150,84 @@ def _log_failed_try(platform: Platform, row: Passback, error: AgsError) -> None:
     )  # fmt: skip
 
 
-def _failed_try(services: Services, row: Passback, error: AgsError, timestamp: dt.datetime) -> float | None:
-    tries = row.tries + 1
-    if not error.retryable or tries >= services.config.passback_max_tries:
-        return _settle(services, row.id, status="failed", tries=tries, last_error=str(error)[:1000])
-    delay = min(MAX_BACKOFF, services.config.passback_backoff * 2 ** (tries - 1))
-    _settle(
-        services, row.id, status="pending", tries=tries, last_error=str(error)[:1000],
-        next_try_at=utcnow() + dt.timedelta(seconds=delay),
-        last_timestamp=timestamp if "HTTP 409" in str(error) else row.last_timestamp,
+def _failed_try(services: Services, row: Passback, error: AgsError, timestamp: dt.datetime) -> str | None:
+    """Wait before the next try (doubling, capped), or give up: the platform refused the request itself,
+    or it has failed for PASSBACK_RETRY_FOR."""
+    config, now = services.config, utcnow()
+    tries, retried_for = row.tries + 1, (now - (row.failing_since or now)).total_seconds()
+    first_failure = func.coalesce(Passback.failing_since, now)  # kept once set: the run started then
+    if not error.retryable or retried_for >= config.passback_retry_for:
+        why = str(error)[:1000] if not error.retryable else f"{error.reason}; gave up after {retried_for / 3600:.3g} h"
+        return _settle(services, row, status="failed", tries=tries, last_error=why, failing_since=first_failure)
+    # Spread out at random, so that retries of grades that failed together do not stay in step: when the
+    # platform is back, one of them soon finds out and the others follow at once (_retry_waiting_now).
+    delay = min(config.passback_max_backoff, config.passback_backoff * 2 ** (tries - 1)) * random.uniform(0.5, 1)
+    return _settle(
+        services, row, status="pending", tries=tries, last_error=error.reason, failing_since=first_failure,
+        next_try_at=now + dt.timedelta(seconds=delay),
+        last_timestamp=timestamp if error.status == 409 else row.last_timestamp,
     )  # fmt: skip
-    return delay
 
 
-def _settle(services: Services, passback_id: int, **values) -> None:
+def _retry_waiting_now(services: Services, platform_id: int) -> None:
+    """The platform answers again: its rows waiting out a backoff need not wait any longer."""
     with services.db.session() as session:
-        row = session.get(Passback, passback_id)
-        for name, value in values.items():
-            setattr(row, name, value)
+        session.execute(
+            update(Passback)
+            .where(
+                Passback.platform_id == platform_id,
+                Passback.status == "pending",
+                Passback.failing_since.is_not(None),
+                Passback.lease_id.is_(None),
+            )
+            .values(next_try_at=utcnow())
+        )
 
 
-def status_of(services: Services, passback_id: int) -> str | None:
+def _settle(services: Services, row: Passback, status: str, **values) -> str | None:
+    """Record the outcome of a send, unless this worker lost the lease (a newer grade re-queued the row);
+    the row's status, or None when not recorded."""
     with services.db.session() as session:
-        row = session.get(Passback, passback_id)
-        return row.status if row else None
+        settled = session.execute(
+            update(Passback)
+            .where(Passback.id == row.id, Passback.lease_id == row.lease_id)
+            .values(status=status, lease_id=None, **values)
+        )
+    return status if settled.rowcount == 1 else None
 
 
-def due_passbacks(services: Services) -> list[int]:
+def due(services: Services, limit: int) -> list[int]:
+    """Rows to send now (first tries, retries whose wait is over, rows whose sender vanished), oldest first."""
     with services.db.session() as session:
         return list(
-            session.scalars(select(Passback.id).where(Passback.status == "pending", Passback.next_try_at <= utcnow()))
+            session.scalars(
+                select(Passback.id)
+                .where(Passback.status == "pending", Passback.next_try_at <= utcnow())
+                .order_by(Passback.next_try_at)
+                .limit(limit)
+            )
         )
+
+
+@dataclass
+class Waiting:
+    """Grades the platform has not accepted yet and that are being retried: what the dashboard shows."""
+
+    count: int
+    since: dt.datetime
+    reason: str
+
+
+def waiting(services: Services, key: dict) -> Waiting | None:
+    """The link's grades waiting for a retry: how many, since when, and the last reason (None if none)."""
+    failing = (Passback.status == "pending") & Passback.failing_since.is_not(None)
+    with services.db.session() as session:
+        count, since = session.execute(
+            select(func.count(), func.min(Passback.failing_since)).select_from(Passback).filter_by(**key).where(failing)
+        ).one()
+        if not count:
+            return None
+        reason = session.scalars(
+            select(Passback.last_error).filter_by(**key).where(failing).order_by(Passback.next_try_at.desc()).limit(1)
+        ).first()
+    return Waiting(count, since, reason or "")

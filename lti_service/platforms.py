@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from .db import Attempt, Database, Platform
 from .lti.outbound import origin
@@ -36,9 +36,14 @@ class PlatformDirectory:
         self._loaded_at = self._miss_reloaded_at = float("-inf")
 
     def all(self) -> list[Platform]:
+        """The platforms; the last copy read while the database does not answer (if there is one)."""
         with self._lock:
             if time.monotonic() - self._loaded_at > self.ttl:
-                self._platforms, self._loaded_at = list_platforms(self.db), time.monotonic()
+                try:
+                    self._platforms, self._loaded_at = list_platforms(self.db), time.monotonic()
+                except SQLAlchemyError:
+                    if self._loaded_at == float("-inf"):
+                        raise
             return self._platforms
 
     def _reload_after_miss(self) -> bool:

@@ -173,7 +173,8 @@ class Channel:
     def recv(self):
         """One message, read exactly (never ahead: a snapshot may read the next one from the same pipe)."""
         json_len, blob_len = FRAME.unpack(self._read_exactly(FRAME.size))
-        return _loads(self._read_exactly(json_len)), memoryview(self._read_exactly(blob_len))
+        body = self._read_exactly(json_len + blob_len)
+        return _loads(body[:json_len]), memoryview(body)[json_len:]
 
     def _read_exactly(self, size):
         chunks, left = [], size

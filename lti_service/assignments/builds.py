@@ -3,7 +3,8 @@
 The upload stores its files with a build row (AssignmentBuild) and queues a job; the job builds and checks
 them (building.py) on a worker and stores the new assignment or version for the course; the page follows
 the build's steps until it shows what it found, or why nothing was stored. The uploaded files are dropped
-when the build ends. A build whose worker vanished is failed by the sweep after BUILD_DEADLINE.
+when the build ends. A worker's poll runs a build whose task was lost, and fails one whose worker vanished
+(BUILD_DEADLINE after it started: an upload is built once).
 """
 
 from __future__ import annotations
@@ -114,8 +115,20 @@ def _set(services: Services, build_id: int, **values) -> None:
         session.execute(update(AssignmentBuild).filter_by(id=build_id).values(**values))
 
 
+def unclaimed(services: Services, queued_for: dt.timedelta) -> int | None:
+    """The oldest build waiting longer than `queued_for` (its task may be lost), for a worker's poll."""
+    with services.db.session() as session:
+        oldest = session.execute(
+            select(AssignmentBuild.id, AssignmentBuild.created_at)
+            .where(AssignmentBuild.status == "queued")
+            .order_by(AssignmentBuild.id)
+            .limit(1)
+        ).first()
+    return oldest.id if oldest is not None and oldest.created_at < utcnow() - queued_for else None
+
+
 def fail_abandoned(services: Services) -> None:
-    """Builds whose worker vanished (running past their deadline) end as failed (the sweep calls this)."""
+    """Builds whose worker vanished (running past their deadline) end as failed (a worker's housekeeping)."""
     with services.db.session() as session:
         session.execute(
             update(AssignmentBuild)

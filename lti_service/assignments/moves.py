@@ -6,19 +6,18 @@ pages and the gradebook stay on the old version. Staff compare each student's gr
 after, then apply the move: the previews become the attempts' results, the link is pinned to the new
 version and every student's score is sent again. Or they cancel it and nothing changes.
 
-Previews are jobs like gradings (grading.claim, stale_attempts): claimed with a deadline, re-queued by the
-sweep when a worker vanished.
+Previews are jobs like gradings (grading.claim, lease_renewed, unclaimed): leased by one worker, taken
+over by another when that worker dies, found by a worker's poll when their task was lost.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 
 from sqlalchemy import func, select, update
 
 from ..db import AssignmentLink, AssignmentVersion, Attempt, LinkMove, PreviewGrade, utcnow
-from ..grading import claim, grade_notebook, stale_attempts
+from ..grading import claim, grade_notebook, lease_renewed
 from ..link_settings import load
 from ..passback import counting_attempt, record_grade
 from ..services import Services
@@ -104,17 +103,25 @@ def _pin(session, key: dict, version_id: int) -> None:
 
 
 def grade_preview(services: Services, preview_id: int) -> None:
-    """Grade one attempt against the version its link is moving to (unless another worker has it or it is done)."""
-    if not claim(services, preview_id, PreviewGrade):
+    """Grade one attempt against the version its link is moving to (unless another worker has it or it is done),
+    under a lease as gradings are (grading.py)."""
+    lease_id = claim(services, preview_id, PreviewGrade)
+    if lease_id is None:
         return
     with services.db.session() as session:
         preview = session.get(PreviewGrade, preview_id)
         attempt = session.get(Attempt, preview.attempt_id)
         target = session.get(AssignmentVersion, session.get(LinkMove, preview.move_id).to_version_id)
         notebook, label = attempt.notebook, attempt.filename
-    outcome = grade_notebook(catalog.zip_path(services.config.data_dir, services.db, target), notebook, label)
+    zip_path = catalog.zip_path(services.config.data_dir, services.db, target)
+    with lease_renewed(services, preview_id, lease_id, PreviewGrade):
+        outcome = grade_notebook(zip_path, notebook, label)
     with services.db.session() as session:
-        session.execute(update(PreviewGrade).filter_by(id=preview_id).values(**outcome, deadline=None))
+        session.execute(
+            update(PreviewGrade)
+            .where(PreviewGrade.id == preview_id, PreviewGrade.lease_id == lease_id, PreviewGrade.status == "grading")
+            .values(**outcome, deadline=None, lease_id=None)
+        )
 
 
 def progress(services: Services, move: LinkMove) -> tuple[int, int]:
@@ -182,8 +189,9 @@ def apply(services: Services, key: dict, move_id: int) -> tuple[list[int], list[
                 regrade.append(attempt.id)
         _pin(session, key, move.to_version_id)
         move.status = "applied"
-    newest = {a.user_id: a for a in sorted(attempts, key=lambda a: a.id) if a.lineitem_url}
-    return regrade, [record_grade(services, attempt) for attempt in newest.values()]
+        session.flush()
+        newest = {a.user_id: a for a in sorted(attempts, key=lambda a: a.id) if a.lineitem_url}
+        return regrade, [record_grade(services, session, attempt) for attempt in newest.values()]
 
 
 def cancel(services: Services, key: dict, move_id: int) -> None:
@@ -193,8 +201,3 @@ def cancel(services: Services, key: dict, move_id: int) -> None:
         if move is not None:
             move.status = "cancelled"
             session.execute(PreviewGrade.__table__.delete().where(PreviewGrade.move_id == move.id))
-
-
-def stale_previews(services: Services, queued_for: dt.timedelta) -> list[int]:
-    """Previews whose job may be lost: queued for a while, or grading past their deadline."""
-    return stale_attempts(services, queued_for, PreviewGrade)

@@ -187,11 +187,12 @@ def _settle(services: Services, key: dict, **values) -> None:
 
 
 def _adopt(services: Services, key: dict, url: str) -> list[int]:
-    """Record the column, give it to the link's attempts that had none, and queue their users' scores."""
+    """Record the column, give it to the link's attempts that had none, and queue their users' scores (one
+    transaction: a crash leaves the attempts either with the column and their outbox rows or with neither)."""
     with services.db.session() as session:
         session.execute(update(LinkLineItem).filter_by(**key).values(lineitem_url=url, last_error=None))
         waiting = list(session.scalars(select(Attempt).filter_by(**key, lineitem_url=None)))
         for attempt in waiting:
             attempt.lineitem_url = url
-    graded = {attempt.user_id: attempt for attempt in waiting if attempt.status == "graded"}
-    return [record_grade(services, attempt) for attempt in graded.values()]
+        graded = {attempt.user_id: attempt for attempt in waiting if attempt.status == "graded"}
+        return [record_grade(services, session, attempt) for attempt in graded.values()]

@@ -61,7 +61,7 @@ def upload(launch_id: str):
     created_by = f"{launch.user_name or launch.user_id} (course staff)"
     build = builds.create(services(), scope, created_by, kind, files, request.form.get("title", "").strip(),
                           assignment_id)  # fmt: skip
-    queue().build_assignment(build.id)
+    queue().submit(queue().build_assignment, build.id)
     page = url_for("assignments.build_page", launch_id=launch.id, build_id=build.id)
     return jsonify(url=page) if _wants_json() else redirect(page, 303)
 

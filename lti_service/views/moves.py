@@ -42,7 +42,7 @@ def start(launch_id: str, version_id: int):
     except moves.MoveRefused as refused:
         abort(409, str(refused))
     for preview_id in previews:
-        queue().grade_preview(preview_id)
+        queue().submit(queue().grade_preview, preview_id)
     if move is None:  # nobody submitted: moved at once
         return redirect(url_for("pages.assignment", launch_id=launch.id) + "#assignment", 303)
     return redirect(url_for("moves.move_page", launch_id=launch.id, move_id=move.id), 303)
@@ -88,9 +88,9 @@ def apply(launch_id: str, move_id: int):
     except moves.MoveRefused as refused:
         return move_page(launch_id, move_id, error=str(refused)), 409
     for attempt_id in regrade:
-        queue().grade(attempt_id)
+        queue().submit(queue().grade, attempt_id)
     for passback_id in passbacks:
-        queue().send_score(passback_id)
+        queue().submit(queue().send_score, passback_id)
     return redirect(url_for("pages.assignment", launch_id=launch.id) + "#assignment", 303)
 
 

@@ -114,8 +114,8 @@ def upload(launch_id: str):
         attempt, new = create_attempt(services(), launch, file.filename, data)
     except SubmissionRefused as refused:
         return _back_with_error(launch, f"{refused} Nothing was saved.")
-    if new:
-        queue().grade(attempt.id)
+    if new or attempt.status == "queued":  # a repeated upload of a queued attempt queues it again
+        queue().submit(queue().grade, attempt.id)  # saved: from here on nothing may fail the request
     return redirect(url_for("pages.assignment", launch_id=launch.id) + f"#attempt-{attempt.id}", 303)
 
 

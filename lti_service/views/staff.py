@@ -45,6 +45,7 @@ def dashboard_page(launch: Launch, message: str | None = None) -> str:
         pass_rates=charts.pass_rates(board.question_rates),
         settings=load(services(), link_key(launch)),
         jobs=[batches.progress(job) for job in batches.recent(services(), link_key(launch))],
+        retry_hours=services().config.passback_retry_for / 3600,
         csrf_token=csrf_token(launch),
         gradebook_problem=gradebook_problem(services(), launch, for_staff=True),
         message=message,
@@ -87,12 +88,12 @@ def resend(launch_id: str):
     return _start_batch(launch_id, "resend", queue().send_score)
 
 
-def _start_batch(launch_id: str, kind: str, enqueue) -> Response:
+def _start_batch(launch_id: str, kind: str, task) -> Response:
     launch = staff_launch(launch_id)
     check_csrf(launch)
     job, row_ids = batches.start(services(), link_key(launch), kind)
     for row_id in row_ids:
-        enqueue(row_id)
+        queue().submit(task, row_id)
     return redirect(url_for("pages.assignment", launch_id=launch.id) + f"#job-{job.id}", 303)
 
 

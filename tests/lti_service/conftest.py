@@ -44,6 +44,12 @@ class Lms:
         assert response.status_code == 200, response.text[:2000]
         return StudentPage(self, session, response.url, response.text)
 
+    def gradebook(self, resource_link: str) -> dict[str, float]:
+        """user -> the score the gradebook holds on that activity's line item."""
+        state = self.state()
+        items = {i["id"] for i in state["line_items"] if i["resource_link_id"] == resource_link}
+        return {s["user_id"]: s["score_given"] for s in state["scores"] if s["line_item_id"] in items}
+
     def scores(self, user: str) -> list[dict]:
         return [s for s in self.state()["scores"] if s["user_id"] == user]
 
@@ -125,14 +131,16 @@ def notebook_bytes(entry_name: str | None = None, answered: bool = True) -> byte
     return nbformat.writes(submission_notebook(entry, answered=answered)).encode()
 
 
-def start_lms(tmp_path, *serve_args: str, platform_process: bool = False, **env: str) -> Lms:
-    """The dev platform (in a thread, or its own process) and the tool registered with each other; the
-    caller stops both."""
+def start_lms(
+    tmp_path, *serve_args: str, platform_process: bool = False, platform_url: str | None = None, **env: str
+) -> Lms:
+    """The dev platform (in a thread, or its own process, then optionally known by `platform_url` as when a
+    relay stands in front of it) and the tool registered with each other; the caller stops both."""
     port = free_port()
     tool_url = f"http://127.0.0.1:{port}"
     tool = ToolProcess(tmp_path / "tool", port=port, **{**TEST_ENV, **env})
     if platform_process:
-        platform = PlatformProcess(tool_url, tmp_path / "tool" / "platform.log")
+        platform = PlatformProcess(tool_url, tmp_path / "tool" / "platform.log", base_url=platform_url)
     else:
         platform = start_platform(tool_url, test_hooks=True)
     try:

@@ -1,21 +1,13 @@
-"""Getting the tool into an LMS and keeping it healthy: dynamic registration, the CLI, keys, headers, the sweep."""
+"""Getting the tool into an LMS and keeping it healthy: dynamic registration, the CLI, keys, headers."""
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import requests
 
 from lti_dev_platform.client import launch, register
 from lti_dev_platform.serving import start_platform
-from lti_service.config import Config
-from lti_service.db import Attempt, Launch
-from lti_service.grading import create_attempt
-from lti_service.jobs import build_queue
-from lti_service.platforms import add_platform
-from lti_service.services import Services
-from tests.lti_service.conftest import notebook_bytes
 from tests.lti_service.tool import ToolProcess, browser_session, free_port
 
 
@@ -118,20 +110,3 @@ def test_state_cookie_is_samesite_none_and_secure_behind_a_tls_proxy(tmp_path, l
         assert "redirect_uri=https%3A%2F%2Ftool.example%2Flti%2Flaunch" in onward.headers["Location"]
     finally:
         tool.stop()
-
-
-def test_sweep_requeues_a_job_whose_worker_vanished(tmp_path, built_assignment):
-    """A worker died mid-grading (deadline passed): the sweep grades the attempt again."""
-    services = Services.from_config(Config(data_dir=tmp_path))
-    queue = build_queue(services)
-    queue.huey.immediate = True  # run tasks in this process, as a worker would
-    platform = add_platform(services.db, "https://lms.example", "c1", ["d"], "a", "t", "j")
-    launch = Launch(platform_id=platform.id, context_id="c", resource_link_id="r", user_id="u", claims={})
-    attempt, _ = create_attempt(services, launch, "decode.ipynb", notebook_bytes())
-    with services.db.session() as session:
-        row = session.get(Attempt, attempt.id)
-        row.status, row.deadline = "grading", dt.datetime(2000, 1, 1)
-    queue.sweep.call_local()
-    with services.db.session() as session:
-        row = session.get(Attempt, attempt.id)
-        assert (row.status, row.score) == ("graded", 16.0)

@@ -105,16 +105,26 @@ class ToolProcess:
 
 
 class PlatformProcess:
-    """The dev platform in its own process (for benchmarks: the client's process then only runs the client)."""
+    """The dev platform in its own process (for benchmarks: the client's process then only runs the client).
+
+    `base_url` is the platform's public URL and issuer when something (a relay) stands in front of it;
+    it listens on `address` either way."""
 
     def __init__(
-        self, tool_url: str, log: Path, client_id: str = "decode-grader-dev", deployment_id: str = "1"
+        self,
+        tool_url: str,
+        log: Path,
+        client_id: str = "decode-grader-dev",
+        deployment_id: str = "1",
+        base_url: str | None = None,
     ) -> None:
-        port = free_port("127.0.0.2")
-        self.url = f"http://127.0.0.2:{port}"
+        self.port = free_port("127.0.0.2")
+        self.address = f"http://127.0.0.2:{self.port}"
+        self.url = base_url or self.address
         self.settings = SimpleNamespace(client_id=client_id, deployment_id=deployment_id)
-        command = [sys.executable, "-m", "lti_dev_platform", "serve", "--host", "127.0.0.2", "--port", str(port)]
+        command = [sys.executable, "-m", "lti_dev_platform", "serve", "--host", "127.0.0.2", "--port", str(self.port)]
         command += ["--tool-url", tool_url, "--client-id", client_id, "--deployment-id", deployment_id, "--test-hooks"]
+        command += ["--base-url", self.url]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log.open("ab"))
         wait_for(lambda: self._answers(), timeout=30)
@@ -122,7 +132,7 @@ class PlatformProcess:
     def _answers(self) -> bool:
         assert self.process.poll() is None, "the platform exited"
         try:
-            return requests.get(self.url + "/", timeout=1).status_code == 200
+            return requests.get(self.address + "/", timeout=1).status_code == 200
         except requests.ConnectionError:
             return False
 

@@ -2,14 +2,14 @@
 built, and links moving to a new version; Decode stored as version 1 and every earlier link pinned to it
 
 Revision ID: 0006_assignments
-Revises: 0004_lms
+Revises: 0005_reliability
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0006_assignments"
-down_revision = "0004_lms"
+down_revision = "0005_reliability"
 branch_labels = None
 depends_on = None
 
@@ -180,6 +180,7 @@ def _create_tables() -> None:
         sa.Column("attempt_id", sa.Integer(), nullable=False),
         sa.Column("status", sa.String(length=20), nullable=False),
         sa.Column("deadline", sa.DateTime(), nullable=True),
+        sa.Column("lease_id", sa.String(length=32), nullable=True),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("score", sa.Float(), nullable=True),
         sa.Column("max_score", sa.Float(), nullable=True),

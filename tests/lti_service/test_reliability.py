@@ -1,0 +1,331 @@
+"""Faults injected into the real tool (small classes; `make soak` runs the full scenarios): no grade is
+lost or held back by a backlog, an LMS outage, a dead worker, a lost queue task, or a connection flood."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import signal
+import socket
+import sqlite3
+import statistics
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+import requests
+from alembic import command
+from huey import SqliteHuey
+from sqlalchemy import select, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from lti_service.ags import SCORE_SCOPE
+from lti_service.config import Config
+from lti_service.db import Attempt, Launch, Passback
+from lti_service.grading import create_attempt
+from lti_service.jobs import DatabasePoll, build_queue
+from lti_service.migrate import alembic_config, upgrade
+from lti_service.platforms import add_platform
+from lti_service.services import Services
+from tests.lti_service.classroom import Classroom
+from tests.lti_service.conftest import Lms, StudentPage, notebook_bytes, start_lms
+from tests.lti_service.tool import free_port, wait_for
+
+FAST_CLOCK = {"PASSBACK_BACKOFF": "0.05", "PASSBACK_MAX_BACKOFF": "0.2", "WORKER_POLL": "0.25"}
+UNREACHABLE = "http://127.0.0.1:9"  # nothing listens on the discard port: connections are refused
+
+
+@pytest.fixture(scope="module")
+def fast_lms(tmp_path_factory, built_assignment):
+    """The tool with short retry waits (the 72 h retry window stays the default)."""
+    lms = start_lms(tmp_path_factory.mktemp("fast"), **FAST_CLOCK)
+    yield lms
+    lms.tool.stop()
+    lms.platform.stop()
+
+
+def tool_database(lms: Lms) -> sqlite3.Connection:
+    return sqlite3.connect(Path(lms.tool.env["DATA_DIR"]) / "decode-grader.db", timeout=10, isolation_level=None)
+
+
+def test_a_score_leaves_right_after_grading_whatever_is_queued(fast_lms):
+    """Scores do not queue behind the grading backlog: the first arrives before half the class is graded."""
+    room = Classroom(fast_lms, 12, "backlog", prefix="backlog")
+    room.launch()
+    room.upload(threads=12)
+    wait_for(room.all_scores_in, timeout=60)
+    tally = room.tally(fast_lms.tool.env)
+    assert (tally.recorded, tally.wrong, tally.duplicates) == (12, 0, 0)
+    graded = sorted(graded for _, graded in room.attempt_times(fast_lms.tool.env).values())
+    assert min(tally.first_score_at.values()) < graded[len(graded) // 2]
+    assert statistics.median(tally.graded_to_score_s) < 1.0
+
+
+def dashboard_html(staff: StudentPage) -> str:
+    return staff.session.get(staff.url, timeout=10).text
+
+
+def waiting_alert(staff: StudentPage) -> str:
+    """The dashboard's alert about grades waiting to reach the gradebook ("" when there is none)."""
+    found = re.search(r'id="grades-waiting"[^>]*>([^<]*)', dashboard_html(staff))
+    return found.group(1) if found else ""
+
+
+def test_grades_wait_out_an_lms_outage_and_arrive_without_a_resend(fast_lms):
+    """The instructor sees how many grades wait, since when and why (never the platform's response body);
+    the student sees "will retry"; once the LMS is back every grade arrives, with nobody re-sending."""
+    lms = fast_lms
+    lms.hook("resource-link", resource_link_id="outage", line_item=True)
+    ada, grace = lms.open("student-ada", "outage"), lms.open("student-grace", "outage")
+    staff = lms.open("instructor-turing", "outage")
+    lms.hook("outage", status=503)
+    try:
+        ada.upload(notebook_bytes())
+        grace.upload(notebook_bytes("decode_time_one_step_short"))
+        assert wait_for(lambda: ada.attempts()[0]["gradebook"] == "failed, will retry")
+        alert = wait_for(lambda: "2 grades are waiting" in (text := waiting_alert(staff)) and text)
+        assert " UTC (last reason: the platform answered HTTP 503)" in alert
+        assert "test hook" not in dashboard_html(staff)  # the body of the platform's answer
+        # more tries than the old policy allowed (8, then the grade was dropped for good)
+        wait_for(lambda: min(map(int, re.findall(r"pending, retry (\d+)", dashboard_html(staff))) or [0]) >= 10)
+    finally:
+        lms.hook("outage", status=None)
+    scores = wait_for(lambda: len(book := lms.gradebook("outage")) == 2 and book)
+    assert scores == {"student-ada": 100.0, "student-grace": 87.5}
+    assert wait_for(lambda: not waiting_alert(staff))
+
+
+def test_retries_stop_only_after_the_retry_window(fast_lms):
+    """The default window is 72 h from the first failure: still retried at 71 h, given up at 73 h."""
+    lms = fast_lms
+    lms.hook("resource-link", resource_link_id="long-outage", line_item=True)
+    page = lms.open("student-ada", "long-outage")
+    lms.hook("outage", status=503)
+    database = tool_database(lms)
+    row = "FROM passbacks WHERE resource_link_id = 'long-outage'"
+
+    def tries() -> int:
+        return database.execute(f"SELECT tries {row}").fetchone()[0]
+
+    def failing_for(hours: int) -> None:
+        since = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(hours=hours)
+        database.execute(f"UPDATE passbacks SET failing_since = ? WHERE {row.split('WHERE ')[1]}", (str(since),))
+
+    try:
+        page.upload(notebook_bytes())
+        wait_for(lambda: page.attempts()[0]["gradebook"] == "failed, will retry")
+        failing_for(71)
+        before = tries()
+        wait_for(lambda: tries() >= before + 2)
+        assert page.attempts()[0]["gradebook"] == "failed, will retry"
+        failing_for(73)
+        assert wait_for(lambda: page.attempts()[0]["gradebook"] == "failed")
+        assert (
+            database.execute(f"SELECT last_error {row}")
+            .fetchone()[0]
+            .startswith("the platform answered HTTP 503; gave up after 73")
+        )
+    finally:
+        lms.hook("outage", status=None)
+        database.close()
+
+
+@pytest.mark.parametrize(("status", "retried"), [(408, True), (429, True), (503, True), (400, False), (422, False)])
+def test_only_a_refusal_of_the_request_itself_stops_the_retries(fast_lms, status, retried):
+    """A 4xx other than 401/408/409/429 says the request is wrong: no retry. Anything else is retried."""
+    link = f"answer-{status}"
+    fast_lms.hook("resource-link", resource_link_id=link, line_item=True)
+    page = fast_lms.open("student-grace", link)
+    fast_lms.hook("fail-scores", count=1, status=status)
+    page.upload(notebook_bytes())
+    assert wait_for(lambda: page.attempts()[0]["gradebook"] == ("sent to the gradebook" if retried else "failed"))
+    assert [p["status"] for p in fast_lms.score_posts("student-grace", link)] == (
+        [status, 200] if retried else [status]
+    )
+
+
+def test_a_failing_line_item_read_never_posts_a_score_on_the_wrong_scale(fast_lms):
+    """While the platform fails to say the line item's maximum nothing is posted (the notebook's 16 points
+    as the maximum would show 14 of the line item's 100); once it answers, 87.5 of 100 arrives."""
+    lms = fast_lms
+    lms.hook("resource-link", resource_link_id="scale", line_item=True)
+    page = lms.open("student-ada", "scale")
+    lms.hook("outage", status=503, endpoints=["lineitem"])
+    try:
+        page.upload(notebook_bytes("decode_time_one_step_short"))
+        assert wait_for(lambda: page.attempts()[0]["gradebook"] == "failed, will retry")
+    finally:
+        lms.hook("outage", status=None)
+    assert wait_for(lambda: lms.gradebook("scale")) == {"student-ada": 87.5}
+    assert [(p["scoreGiven"], p["scoreMaximum"]) for p in lms.score_posts("student-ada", "scale")] == [(87.5, 100.0)]
+
+
+def test_a_class_worth_of_idle_connections_locks_nobody_out_and_grading_goes_on(fast_lms):
+    """1100 idle connections (waitress's default allowed 100; past 1023 open files, select() fails)."""
+    page = fast_lms.open("student-ada", "idle-connections")
+    idle = [socket.create_connection(("127.0.0.1", fast_lms.tool.port)) for _ in range(1100)]
+    try:
+        started = time.monotonic()
+        assert requests.get(f"{fast_lms.tool.url}/lti/jwks.json", timeout=10).status_code == 200
+        assert time.monotonic() - started < 2
+        assert page.upload(notebook_bytes()).status_code == 200
+        assert page.wait_graded(1)[0]["score"] == 16.0
+    finally:
+        for connection in idle:
+            connection.close()
+
+
+def test_serve_starts_its_worker_again_when_it_dies(fast_lms):
+    serve = fast_lms.tool.processes[0]
+    (worker,) = map(int, Path(f"/proc/{serve.pid}/task/{serve.pid}/children").read_text().split())
+    os.kill(worker, signal.SIGKILL)
+    page = fast_lms.open("student-grace", "worker-restarted")
+    page.upload(notebook_bytes())
+    assert page.wait_graded(1)[0]["score"] == 16.0
+
+
+def test_an_upload_saved_while_the_queue_is_down_is_graded(tmp_path, built_assignment):
+    """No 5xx for a saved upload: the student sees it queued, and a worker finds it in the database."""
+    lms = start_lms(tmp_path, QUEUE_URL=f"redis://127.0.0.1:{free_port()}/0", **FAST_CLOCK)
+    try:
+        page = lms.open("student-ada", "decode-1")
+        response = page.upload(notebook_bytes())
+        assert response.status_code == 200 and "Attempt 1" in response.text
+        (attempt,) = page.wait_graded(1)
+        assert attempt["score"] == 16.0
+        assert wait_for(lambda: lms.scores("student-ada"))[0]["score_given"] == 100.0
+    finally:
+        lms.tool.stop()
+        lms.platform.stop()
+
+
+@pytest.fixture(scope="module")
+def workers_apart(tmp_path_factory, built_assignment):
+    """`serve --no-worker` on the embedded stores, with a short grading lease; tests start the workers."""
+    lms = start_lms(tmp_path_factory.mktemp("apart"), "--no-worker", GRADING_LEASE="2", **FAST_CLOCK)
+    yield lms
+    lms.tool.stop()
+    lms.platform.stop()
+
+
+def test_a_lost_grading_job_is_queued_again_by_an_upload_and_found_by_a_worker(workers_apart):
+    lms = workers_apart
+    queue = SqliteHuey("decode-grader", filename=str(Path(lms.tool.env["DATA_DIR"]) / "queue.db"))
+    page = lms.open("student-ada", "decode-1")
+    page.upload(notebook_bytes())
+    queue.flush()  # the task is lost (e.g. the process died between saving and queueing)
+    assert page.upload(notebook_bytes()).status_code == 200  # the student tries again: the same notebook
+    assert queue.pending_count() == 1
+    queue.flush()
+    worker = lms.tool.start_worker()
+    try:
+        started = time.monotonic()
+        (attempt,) = page.wait_graded(1)
+        assert attempt["score"] == 16.0 and time.monotonic() - started < 10
+    finally:
+        worker.terminate()
+        worker.wait(timeout=20)
+
+
+def slow_notebook(seconds: float) -> bytes:
+    notebook = nbformat.reads(notebook_bytes().decode(), as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell(f"import time\ntime.sleep({seconds})"))
+    return nbformat.writes(notebook).encode()
+
+
+def test_a_killed_workers_attempt_is_graded_elsewhere_once(workers_apart):
+    """A worker killed mid-grading: another takes over once its short lease ends. A live worker renews its
+    lease while grading takes longer than the lease, so nobody takes its attempt."""
+    lms = workers_apart
+    doomed = lms.tool.start_worker()
+    page = lms.open("student-grace", "decode-1")
+    page.upload(slow_notebook(3))
+    attempt_id = wait_for(lambda: page.attempts()[0]["status"] == "grading" and page.attempts()[0]["id"])
+    doomed.send_signal(signal.SIGKILL)
+    killed_at = time.monotonic()
+    others = [lms.tool.start_worker(), lms.tool.start_worker()]
+    try:
+        (attempt,) = page.wait_graded(1)
+        assert attempt["score"] == 16.0 and time.monotonic() - killed_at < 15
+    finally:
+        for worker in others:
+            worker.terminate()
+            worker.wait(timeout=20)
+    claims = [e for e in lms.tool.log_events() if e.get("event") == "grading" and e.get("attempt") == attempt_id]
+    assert len(claims) == 2, claims  # the killed worker's, then one other worker's (renewed, never stolen)
+
+
+def test_the_graded_status_and_the_outbox_row_are_one_transaction(tmp_path, built_assignment):
+    """If the outbox row cannot be written, the grade is not recorded either; the attempt is graded again
+    once its lease ends, and then both are written."""
+    services = Services.from_config(Config(data_dir=tmp_path, grading_lease=0.5))
+    platform = add_platform(services.db, UNREACHABLE, "c1", ["d"], f"{UNREACHABLE}/auth", f"{UNREACHABLE}/token", "j")
+    ags = {"lineitem": f"{UNREACHABLE}/lineitem", "scope": [SCORE_SCOPE]}
+    claims = {"https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": ags}
+    launch = Launch(platform_id=platform.id, context_id="c", resource_link_id="r", user_id="u", claims=claims)
+    attempt, _ = create_attempt(services, launch, "decode.ipynb", notebook_bytes())
+    with services.db.engine.begin() as connection:
+        connection.execute(
+            text("CREATE TRIGGER no_outbox BEFORE INSERT ON passbacks BEGIN SELECT RAISE(ABORT, 'x'); END")
+        )
+    with pytest.raises(SQLAlchemyError):
+        build_queue(services).grade.call_local(attempt.id)  # the outbox write fails (as if the worker crashed)
+    assert attempt_status(services, attempt.id) == "grading"  # not graded without its outbox row
+    with services.db.engine.begin() as connection:
+        connection.execute(text("DROP TRIGGER no_outbox"))
+    poll = DatabasePoll(services)
+    wait_for(lambda: poll.round() and attempt_status(services, attempt.id) == "graded", timeout=10)
+    with services.db.session() as session:
+        (row,) = session.scalars(select(Passback)).all()
+    assert (row.user_id, row.status, row.last_error) == (
+        "u",
+        "pending",
+        "could not connect (ConnectionError)",
+    )
+
+
+def attempt_status(services: Services, attempt_id: int) -> str:
+    with services.db.session() as session:
+        return session.get(Attempt, attempt_id).status
+
+
+def test_an_attempt_whose_worker_vanished_is_graded_by_the_database_poll(tmp_path, built_assignment):
+    """A worker died mid-grading (its lease has ended): a worker's poll grades the attempt again."""
+    services = Services.from_config(Config(data_dir=tmp_path))
+    platform = add_platform(services.db, "https://lms.example", "c1", ["d"], "a", "t", "j")
+    launch = Launch(platform_id=platform.id, context_id="c", resource_link_id="r", user_id="u", claims={})
+    attempt, _ = create_attempt(services, launch, "decode.ipynb", notebook_bytes())
+    with services.db.session() as session:
+        row = session.get(Attempt, attempt.id)
+        row.status, row.deadline = "grading", dt.datetime(2000, 1, 1)
+    assert DatabasePoll(services).round()
+    with services.db.session() as session:
+        row = session.get(Attempt, attempt.id)
+        assert (row.status, row.score) == ("graded", 16.0)
+
+
+def test_grades_the_old_policy_dropped_are_retried_after_the_upgrade(tmp_path):
+    """The old policy marked a grade failed after 8 tries even when the platform had only been down; the
+    upgrade makes those grades pending again, and leaves the ones the platform refused."""
+    url = f"sqlite:///{tmp_path / 'tool.db'}"
+    command.upgrade(alembic_config(url), "0002")
+    errors = {
+        "down": "https://lms.example/li: HTTP 503 Service Unavailable",
+        "unreachable": "https://lms.example/li: ConnectionError",
+        "throttled": "https://lms.example/li: HTTP 429 slow down",
+        "refused": "https://lms.example/li: HTTP 422 user is not enrolled",
+    }
+    with sqlite3.connect(tmp_path / "tool.db") as database:
+        for user, error in errors.items():
+            database.execute(
+                "INSERT INTO passbacks (platform_id, context_id, resource_link_id, lineitem_url, user_id, status,"
+                " tries, next_try_at, last_error) VALUES (1, 'c', 'r', 'https://lms.example/li', ?, 'failed', 8,"
+                " '2026-01-01 00:00:00', ?)",
+                (user, error),
+            )
+    upgrade(url)
+    with sqlite3.connect(tmp_path / "tool.db") as database:
+        statuses = dict(database.execute("SELECT user_id, status FROM passbacks"))
+    assert statuses == {"down": "pending", "unreachable": "pending", "throttled": "pending", "refused": "failed"}
