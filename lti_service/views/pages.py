@@ -107,9 +107,8 @@ def upload(launch_id: str):
         check_submission(catalog.zip_path(services().config.data_dir, services().db, version), data,
                          services().config.max_upload_bytes)  # fmt: skip
     except InvalidSubmission as error:
-        return _back_with_error(
-            launch, f"Your file was not accepted for “{version.title}”: {error}. Nothing was saved."
-        )
+        message = f"Your file was not accepted: {error} (the assignment here is “{version.title}”). Nothing was saved."
+        return _back_with_error(launch, message)
     try:
         attempt, new = create_attempt(services(), launch, file.filename, data)
     except SubmissionRefused as refused:

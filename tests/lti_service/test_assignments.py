@@ -84,7 +84,7 @@ def test_deep_linking_pins_each_link_to_the_chosen_assignment(with_gradebook, ve
     assert sorted(handout.namelist()) == ["data/gradebook.csv", "gradebook.ipynb"]  # not the tests' own data
     refused = page.upload(notebook_bytes())
     assert refused.status_code == 400 and "for assignment 'decode', not 'gradebook'" in unescape(refused.text)
-    assert f"not accepted for “{TITLE}”" in refused.text and page.attempts() == []
+    assert f"(the assignment here is “{TITLE}”)" in refused.text and page.attempts() == []
 
     page.upload(versions.notebooks["student-ada"], filename="gradebook.ipynb")
     (attempt,) = page.wait_graded(1)
