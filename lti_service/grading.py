@@ -139,7 +139,7 @@ def grade_attempt(services: Services, attempt_id: int) -> Finished | None:
         attempt = session.get(Attempt, attempt_id)
         data = attempt.notebook
     version = links.pinned(services.db, link_key(attempt))
-    zip_path = catalog.zip_path(services.config.data_dir, services.db, version)
+    zip_path = catalog.zip_path(services, version)
     with lease_renewed(services, attempt_id, lease_id):
         outcome = grade_notebook(zip_path, data, attempt.filename)
     return _finish(services, attempt_id, lease_id, {**outcome, "assignment_version_id": version.id})

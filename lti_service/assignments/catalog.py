@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from ..db import Assignment, AssignmentLink, AssignmentVersion, Attempt, Database, utcnow
+from ..services import Services
 from .building import Built
 
 OPERATOR = "an operator (command line)"
@@ -213,11 +214,11 @@ def remove(db: Database, assignment_id: int) -> str:
         )
 
 
-def zip_path(data_dir: Path, db: Database, version: AssignmentVersion) -> Path:
+def zip_path(services: Services, version: AssignmentVersion) -> Path:
     """The version's autograder zip as a file (written once per machine, named by its content)."""
-    path = data_dir / "assignments" / f"{version.zip_sha256}.zip"
+    path = services.config.data_dir / "assignments" / f"{version.zip_sha256}.zip"
     if not path.exists():
-        with db.session() as session:
+        with services.db.session() as session:
             data = session.scalar(select(AssignmentVersion.autograder_zip).filter_by(id=version.id))
         if hashlib.sha256(data).hexdigest() != version.zip_sha256:
             raise RuntimeError(f"assignment version {version.id}: its zip does not match its checksum")

@@ -113,7 +113,7 @@ def grade_preview(services: Services, preview_id: int) -> None:
         attempt = session.get(Attempt, preview.attempt_id)
         target = session.get(AssignmentVersion, session.get(LinkMove, preview.move_id).to_version_id)
         notebook, label = attempt.notebook, attempt.filename
-    zip_path = catalog.zip_path(services.config.data_dir, services.db, target)
+    zip_path = catalog.zip_path(services, target)
     with lease_renewed(services, preview_id, lease_id, PreviewGrade):
         outcome = grade_notebook(zip_path, notebook, label)
     with services.db.session() as session:

@@ -104,8 +104,7 @@ def upload(launch_id: str):
     data = file.read(services().config.max_upload_bytes + 1)
     version = links.version_for(services(), launch)
     try:
-        check_submission(catalog.zip_path(services().config.data_dir, services().db, version), data,
-                         services().config.max_upload_bytes)  # fmt: skip
+        check_submission(catalog.zip_path(services(), version), data, services().config.max_upload_bytes)
     except InvalidSubmission as error:
         message = f"Your file was not accepted: {error} (the assignment here is “{version.title}”). Nothing was saved."
         return _back_with_error(launch, message)
