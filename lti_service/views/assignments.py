@@ -51,15 +51,16 @@ def upload(launch_id: str):
     launch = course_staff_launch(launch_id)
     check_csrf(launch)
     scope = catalog.course_scope(launch)
+    source = request.form.get("source", "")
     try:
+        if source not in builds.SOURCES:
+            raise BuildError("choose how to add the assignment: a master notebook, or an autograder zip")
         assignment_id = _own_assignment(scope, request.form.get("assignment_id", ""))
-        kind, files = _inputs(request.form.get("source", ""))
-        if kind == "master" and assignment_id is None:
-            catalog.refuse_taken(services().db, master_config(files[_master_name(files)])["name"], scope)
+        files = _master_files(scope, new=assignment_id is None) if source == "master" else _zip_files()
     except (BuildError, catalog.CatalogError) as error:
         return _refused(launch, f"Nothing was stored: {error}.")
     created_by = f"{launch.user_name or launch.user_id} (course staff)"
-    build = builds.create(services(), scope, created_by, kind, files, request.form.get("title", "").strip(),
+    build = builds.create(services(), scope, created_by, source, files, request.form.get("title", "").strip(),
                           assignment_id)  # fmt: skip
     queue().submit(queue().build_assignment, build.id)
     page = url_for("assignments.build_page", launch_id=launch.id, build_id=build.id)
@@ -76,32 +77,34 @@ def _own_assignment(scope: catalog.Scope, value: str) -> int | None:
     return own[value]
 
 
-def _inputs(source: str) -> tuple[str, dict[str, bytes]]:
-    """The uploaded files, named as builds.create expects them."""
-    uploads = {name: [f for f in request.files.getlist(name) if f.filename] for name in request.files}
-    if source == "master":
-        (master, *_) = uploads.get("master") or [None]
-        if master is None:
-            raise BuildError("choose the master notebook (.ipynb)")
-        data = master.read()
-        support = {_basename(f.filename): f.read() for f in uploads.get("files", [])}
-        files = match_uploads(listed_files(master_config(data)), support)
-        named = {f"files/{path}": content for path, content in files.items()}
-        return "master", {f"master/{notebook_filename(master.filename)}": data, **named}
-    if source == "zip":
-        (autograder, *_) = uploads.get("autograder") or [None]
-        (student, *_) = uploads.get("student") or [None]
-        if autograder is None or student is None:
-            raise BuildError("choose both the autograder zip and the student notebook (or a zip of its folder)")
-        name = _basename(student.filename)
-        if not name.endswith((".ipynb", ".zip")):
-            raise BuildError("the student's file must be a notebook (.ipynb) or a zip of the student's folder")
-        return "zip", {"autograder.zip": autograder.read(), f"student/{name}": student.read()}
-    raise BuildError("choose how to add the assignment")
+def _master_files(scope: catalog.Scope, new: bool) -> dict[str, bytes]:
+    """A master notebook and its support files, named as builds.create expects them; a new assignment's name
+    must be free in the course."""
+    (master, *_) = _uploads("master") or [None]
+    if master is None:
+        raise BuildError("choose the master notebook (.ipynb)")
+    data = master.read()
+    config = master_config(data)
+    if new:
+        catalog.refuse_taken(services().db, config["name"], scope)
+    files = match_uploads(listed_files(config), {_basename(f.filename): f.read() for f in _uploads("files")})
+    return {f"master/{notebook_filename(master.filename)}": data, **{f"files/{p}": d for p, d in files.items()}}
 
 
-def _master_name(files: dict[str, bytes]) -> str:
-    return next(name for name in files if name.startswith("master/"))
+def _zip_files() -> dict[str, bytes]:
+    """An autograder zip and the student's notebook (or a zip of their folder), named as builds.create expects."""
+    (autograder, *_) = _uploads("autograder") or [None]
+    (student, *_) = _uploads("student") or [None]
+    if autograder is None or student is None:
+        raise BuildError("choose both the autograder zip and the student notebook (or a zip of its folder)")
+    name = _basename(student.filename)
+    if not name.endswith((".ipynb", ".zip")):
+        raise BuildError("the student's file must be a notebook (.ipynb) or a zip of the student's folder")
+    return {"autograder.zip": autograder.read(), f"student/{name}": student.read()}
+
+
+def _uploads(field: str) -> list:
+    return [f for f in request.files.getlist(field) if f.filename]
 
 
 def _basename(filename: str) -> str:

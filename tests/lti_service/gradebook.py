@@ -1,5 +1,6 @@
 """A second assignment for the tool's tests: `gradebook` of the parity corpus (pandas, support files the
-notebook and the tests read), a version 2 of it as a course might make, and students' notebooks for it.
+notebook and the tests read), a version 2 of it as a course might make, and students' notebooks for it;
+and a zip that is no assignment at all.
 
 The versions are also built outside the tool (tests.parity.harness, stock `otter assign`), so that a test can
 grade the same notebooks itself and know the score the gradebook must receive.
@@ -7,8 +8,10 @@ grade the same notebooks itself and know the score the gradebook must receive.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,3 +81,11 @@ def student_folder(version: harness.Built, folder: Path) -> Path:
     nbformat.write(version.student, folder / MASTER.name)
     shutil.copy(SUPPORT_FILES[0], folder / "data")
     return folder
+
+
+def not_otter_zip() -> bytes:
+    """A zip of lecture slides, uploaded where an autograder zip belongs."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("README.md", "lecture slides")
+    return out.getvalue()

@@ -3,9 +3,7 @@ each refused with a message that says why, and nothing stored."""
 
 from __future__ import annotations
 
-import io
 import shutil
-import zipfile
 
 import pytest
 
@@ -54,18 +52,11 @@ def test_add_list_show_update_and_remove(tmp_path, versions):
     assert [row[1] for row in listed(tool)] == ["decode"]
 
 
-def not_a_zip_of_otter() -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        archive.writestr("README.md", "lecture slides")
-    return out.getvalue()
-
-
 def test_bad_input_is_refused_with_a_clear_error_and_nothing_is_stored(tmp_path, versions):
     tool = ToolProcess(tmp_path / "tool")
     before = listed(tool)
     slides = tmp_path / "slides.zip"
-    slides.write_bytes(not_a_zip_of_otter())
+    slides.write_bytes(gradebook.not_otter_zip())
     text = tmp_path / "text.zip"
     text.write_text("not a zip at all")
     broken = tmp_path / "broken" / gradebook.MASTER.name

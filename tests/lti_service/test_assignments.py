@@ -10,6 +10,7 @@ import zipfile
 from html import unescape
 from urllib.parse import urljoin
 
+import nbformat
 import pytest
 import requests
 
@@ -18,6 +19,7 @@ from tests.lti_service import gradebook
 from tests.lti_service.conftest import Lms, StudentPage, notebook_bytes
 from tests.lti_service.gradebook import STUDENTS, TITLE
 from tests.lti_service.tool import browser_session, wait_for
+from tests.parity import harness
 from tests.parity.harness import ASSIGNMENTS
 
 DECODE = "Decode: one token at a time"
@@ -154,8 +156,23 @@ def test_uploads_that_cannot_become_an_assignment_store_nothing(with_gradebook, 
     broken.write_text((RAINFALL / "rainfall.ipynb").read_text().replace("name: q1\\n", "nome: q1\\n", 1))
     failed = finished_build(staff, upload_assignment(staff, broken, rainfall))
     assert "The build failed: nothing was stored." in failed and "Question name not specified" in failed
+    slides = upload_zip(staff, gradebook.not_otter_zip(), b"{}")
+    assert "The build failed: nothing was stored." in finished_build(staff, slides)
+    assert "the zip has no tests/*.py files: is it an Otter autograder zip?" in finished_build(staff, slides)
     library = staff.session.get(f"{staff.url}/assignments", timeout=10).text
     assert "None yet: add one below." in library and LAB_4 not in deep_linking(lms, "many-4")
+
+    savings = harness.build("savings", tmp_path / "savings")
+    student = nbformat.writes(savings.student).encode()
+    report = finished_build(staff, upload_zip(staff, savings.zip.read_bytes(), student, "savings.ipynb"))
+    assert "Version 1 of <code>savings</code>, from autograder zip" in report
+    assert "students download savings.ipynb" in report
+
+
+def upload_zip(page: StudentPage, autograder: bytes, student: bytes, name: str = "student.ipynb") -> requests.Response:
+    uploads = [("autograder", ("autograder.zip", autograder)), ("student", (name, student))]
+    data = {"csrf_token": page.csrf, "source": "zip", "assignment_id": "", "title": ""}
+    return page.session.post(f"{page.url}/assignments", data=data, files=uploads, timeout=30)
 
 
 def deep_linking(lms: Lms, context_id: str) -> str:
