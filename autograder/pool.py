@@ -16,7 +16,7 @@ import atexit
 import logging
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -102,18 +102,27 @@ class WarmPool:
             self._starter.join()
 
 
-_POOLS: dict[tuple, WarmPool] = {}
+MAX_POOLS = 4
+"""assignments (with their limits) whose sandboxes are kept ready; the least recently graded one's stop"""
+_POOLS: OrderedDict[tuple, WarmPool] = OrderedDict()
 _POOLS_LOCK = threading.Lock()
 
 
 def warm_pool(assignment: Assignment, limits: Limits, size: int) -> WarmPool:
-    """The pool for an assignment (the loaded zip, so a changed zip gets a new one) and its limits."""
+    """The pool for an assignment (the loaded zip, so a changed zip gets a new one) and its limits. A
+    service grading many assignments keeps pools for the MAX_POOLS it graded last."""
     key = (id(assignment), limits, size)
     with _POOLS_LOCK:
-        pool = _POOLS.get(key)
-        if pool is None or pool.assignment is not assignment:
-            pool = _POOLS[key] = WarmPool(assignment, limits, size)
-        return pool
+        pool = _POOLS.pop(key, None)
+        stopped = [pool] if pool is not None and pool.assignment is not assignment else []
+        if pool is None or stopped:
+            pool = WarmPool(assignment, limits, size)
+        _POOLS[key] = pool
+        while len(_POOLS) > MAX_POOLS:
+            stopped.append(_POOLS.popitem(last=False)[1])
+    for old in stopped:
+        old.close()
+    return pool
 
 
 @atexit.register
