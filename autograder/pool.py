@@ -102,6 +102,34 @@ class WarmPool:
             self._starter.join()
 
 
+class SpawnedEarly:
+    """One sandbox spawned at once, for the one grading that follows in this process: its interpreter starts
+    while this process does other work (`python -m autograder` imports the rest of the grader meanwhile).
+    Only its process is started here; the grading takes it (`take`) and prepares it as any other."""
+
+    preload: tuple[str, ...] = ()
+
+    def __init__(self, assignment: Assignment, limits: Limits) -> None:
+        from .sandbox import Sandbox
+
+        self.assignment, self.limits = assignment, limits
+        self._sandbox: Sandbox | None = Sandbox(limits, time.monotonic() + limits.total_timeout)
+
+    def take(self) -> Ready | None:
+        from .grading import start_ready
+
+        sandbox, self._sandbox = self._sandbox, None
+        if sandbox is None:
+            return None
+        return start_ready(self.assignment, self.limits, sandbox.deadline, sandbox=sandbox)
+
+    def close(self) -> None:
+        """Kill the sandbox if no grading took it."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+
 MAX_POOLS = 4
 """assignments (with their limits) whose sandboxes are kept ready; the least recently graded one's stop"""
 _POOLS: OrderedDict[tuple, WarmPool] = OrderedDict()
