@@ -5,13 +5,13 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 AUTOGRADER_ZIP := dist/autograder/decode-autograder.zip
 
-.PHONY: run test assignment lint format system-deps bench soak
+.PHONY: run test assignment lint format system-deps bench soak bytecode
 
-run: $(INSTALLED) system-deps assignment
+run: $(INSTALLED) system-deps assignment bytecode
 	@mkdir -p var
 	@PY=$(PY) ./run-local.sh
 
-test: $(INSTALLED) system-deps assignment lint
+test: $(INSTALLED) system-deps assignment lint bytecode
 	$(PY) -m pytest
 
 assignment: $(AUTOGRADER_ZIP)
@@ -27,12 +27,18 @@ format: $(INSTALLED)
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
 
-# Python packages live in .venv; reinstalled when pyproject.toml changes.
+# Python packages live in .venv; reinstalled when pyproject.toml changes. The checkout is put on the path
+# by a plain .pth line (editable_mode=compat: no import hook to load at every start).
 $(INSTALLED): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev]" --config-settings editable_mode=compat
 	@touch $@
+
+# Bytecode for our own packages, as pip writes it for installed ones (PYTHONDONTWRITEBYTECODE may be set):
+# a command-line grading starts without compiling the grader first. Sources are checked, so never stale.
+bytecode: $(INSTALLED)
+	@$(PY) -m compileall -q autograder lti_service lti_dev_platform
 
 # System tools from Debian (we run as root on the target machines): the sandbox, and the browser the
 # end-to-end tests drive.
@@ -42,13 +48,13 @@ system-deps:
 
 # Speed, not part of `make test` (a few minutes): stock `otter run` against our grader side by side,
 # then the LTI tool's launch handling and upload-to-score latency.
-bench: $(INSTALLED) system-deps assignment
+bench: $(INSTALLED) system-deps assignment bytecode
 	PYTHONPATH=. $(PY) bench/bench_grader.py
 	PYTHONPATH=. $(PY) bench/bench_lti.py
 
 # Faults under load, not part of `make test` (about 30 minutes; SOAK_OUTAGE=60 shortens the LMS outages):
 # a class at a deadline, one fault per scenario, and a table of what the platform's gradebook received.
-soak: $(INSTALLED) system-deps assignment
+soak: $(INSTALLED) system-deps assignment bytecode
 	@if ! command -v redis-server >/dev/null || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server postgresql; fi
 	PYTHONPATH=. $(PY) bench/soak.py

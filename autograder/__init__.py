@@ -1,18 +1,35 @@
-"""Secure, fast grading of Otter-Grader 7 autograder zips (see README section in grading.py)."""
+"""Secure, fast grading of Otter-Grader 7 autograder zips (see README section in grading.py).
 
-from .assignment import load_assignment
-from .grading import check_submission, grade_submission
-from .notebook import InvalidSubmission
-from .options import GradeOptions
-from .results import GradeResult
-from .sandbox import SandboxUnavailable
+The names below are imported when first used, so that `python -m autograder` can start a sandbox before
+it imports the rest of the grader (cli.py): the sandbox's interpreter starts meanwhile."""
 
-__all__ = [
-    "GradeOptions",
-    "GradeResult",
-    "InvalidSubmission",
-    "SandboxUnavailable",
-    "check_submission",
-    "grade_submission",
-    "load_assignment",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .assignment import load_assignment as load_assignment
+    from .grading import check_submission as check_submission
+    from .grading import grade_submission as grade_submission
+    from .notebook import InvalidSubmission as InvalidSubmission
+    from .options import GradeOptions as GradeOptions
+    from .results import GradeResult as GradeResult
+    from .sandbox import SandboxUnavailable as SandboxUnavailable
+
+_HOMES = {
+    "GradeOptions": "options",
+    "GradeResult": "results",
+    "InvalidSubmission": "notebook",
+    "SandboxUnavailable": "sandbox",
+    "check_submission": "grading",
+    "grade_submission": "grading",
+    "load_assignment": "assignment",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'autograder' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)

@@ -68,6 +68,12 @@ class Assignment:
 
         return requirements_of(self.path)
 
+    @property
+    def grades_in_own_process(self) -> bool:
+        """Whether its notebooks are graded in a process of its own (child.py): one whose working directory
+        holds the support files and whose interpreter has the packages."""
+        return bool(self.files or self.requirements)
+
     @functools.cached_property
     def limits(self) -> dict[str, Any]:
         """The assignment's own grading limits ("grading_limits" in otter_config.json)."""

@@ -24,6 +24,7 @@ from dataclasses import asdict
 from .assignment import Assignment, load_assignment
 from .notebook import load_cells
 from .options import GradeOptions
+from .protocol import ready
 from .results import GradeResult
 from .sandbox import SandboxUnavailable
 
@@ -54,7 +55,7 @@ class _Child:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(json.dumps(request).encode() + b"\n")
         self.proc.stdin.flush()
-        if not select.select([self.proc.stdout], [], [], timeout)[0]:
+        if not ready(self.proc.stdout.fileno(), select.POLLIN, timeout):
             raise TimeoutError("the grading process did not answer in time")
         line = self.proc.stdout.readline()
         if not line:
@@ -105,7 +106,7 @@ def main() -> int:
     from .grading import grade_cells
 
     assignment = load_assignment(sys.argv[1])
-    while select.select([sys.stdin], [], [], IDLE_EXIT)[0]:
+    while ready(sys.stdin.fileno(), select.POLLIN, IDLE_EXIT):
         line = sys.stdin.buffer.readline()
         if not line:
             break

@@ -1,22 +1,27 @@
 """Command line: `python -m autograder grade --autograder ZIP SUB.ipynb ... [--jobs N]`, and
-`python -m autograder prepare --autograder ZIP` to install what an assignment needs before grading."""
+`python -m autograder prepare --autograder ZIP` to install what an assignment needs before grading.
+
+For one notebook, start-up is most of the time: its sandbox is spawned as soon as the zip's limits are
+known, and what only grading needs (grading.py, the thread pool) is imported afterwards, while the
+sandbox's interpreter starts on another core."""
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import logging
 import sys
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from .assignment import AssignmentError, load_assignment
-from .grading import grade_submission
 from .options import GradeOptions
+from .pool import SpawnedEarly, close_all
 from .results import GradeResult
 from .sandbox import SandboxUnavailable
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 EXIT_OK, EXIT_GRADER_ERROR, EXIT_INVALID_INPUT = 0, 1, 2
 
@@ -39,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _prepare(zip_path: str) -> int:
     """Build (or find) the zip's environment, saying which."""
+    import logging
+
     from .environment import EnvironmentBuildError, prepare, requirements_of
 
     reports = logging.getLogger("autograder.environment")
@@ -70,6 +77,8 @@ class _Progress:
 
 
 def _write_csv(path: str, results: list[GradeResult]) -> None:
+    import csv
+
     questions = list(dict.fromkeys(q.name for r in results for q in r.questions))  # first-seen order
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
@@ -88,23 +97,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = GradeOptions(
         cell_timeout=args.cell_timeout, test_timeout=args.test_timeout, prestart=max(1, args.jobs) if batch else 0
     )
-    out = sys.stdout  # kept: doctests may swap sys.stdout in other threads while results are printed
     try:
-        max_score = load_assignment(args.autograder).points
+        assignment = load_assignment(args.autograder)
     except AssignmentError as e:
         for path in args.submissions:
             unusable = GradeResult(path, 0.0, error=f"the autograder zip cannot be used: {e}")
-            print(json.dumps(unusable.to_dict(student_view=args.student_view)), file=out)
+            print(json.dumps(unusable.to_dict(student_view=args.student_view)), file=sys.stdout)
         print(f"error: {e}", file=sys.stderr)
         return EXIT_GRADER_ERROR
+    try:
+        # An assignment with packages grades in a process of its own: its early sandbox then goes unused.
+        early = None if batch or assignment.files else SpawnedEarly(assignment, options.limits(assignment.limits))
+        return _grade_all(args, options, assignment.points, early)
+    except SandboxUnavailable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_GRADER_ERROR
+
+
+def _grade_all(args: argparse.Namespace, options: GradeOptions, max_score: float, early: SpawnedEarly | None) -> int:
+    """Grade the submissions, printing one JSON line each as it is ready; the exit status."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .grading import grade_submission
+
+    out = sys.stdout  # kept: doctests may swap sys.stdout in other threads while results are printed
     progress = _Progress(len(args.submissions))
     results: list[GradeResult] = []
     failed = False
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futures = [pool.submit(grade_submission, args.autograder, path, options) for path in args.submissions]
-            for future in futures:
-                future.add_done_callback(progress.step)
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [
+            pool.submit(grade_submission, args.autograder, path, options, early=early) for path in args.submissions
+        ]
+        for future in futures:
+            future.add_done_callback(progress.step)
+        try:
             for path, future in zip(args.submissions, futures, strict=True):
                 try:
                     result = future.result()
@@ -115,9 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     result = GradeResult(path, max_score, error=f"the grader failed on this notebook ({e!r})"[:500])
                 results.append(result)
                 print(json.dumps(result.to_dict(student_view=args.student_view)), file=out, flush=True)
-    except SandboxUnavailable as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_GRADER_ERROR
+        finally:
+            close_all()  # the sandboxes started ahead for a batch
     if args.csv:
         _write_csv(args.csv, results)
     if failed:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from .assignment import Assignment, AssignmentError, load_assignment
 from .notebook import Cell, InvalidSubmission, load_cells, read_notebook
 from .options import GradeOptions, Limits
-from .pool import WarmPool, warm_pool
+from .pool import SpawnedEarly, WarmPool, warm_pool
 from .protocol import Channel, SandboxFailure
 from .remote import StudentEnv, StudentNamespace
 from .results import GradeResult, QuestionResult
@@ -51,9 +51,16 @@ class Ready:
         self.sandbox.close()
 
 
-def start_ready(assignment: Assignment, limits: Limits, deadline: float, preload: tuple[str, ...] = ()) -> Ready:
-    """Start a sandbox and prepare it for the assignment (nothing of any student's in it yet)."""
-    sandbox = Sandbox(limits, deadline)
+def start_ready(
+    assignment: Assignment,
+    limits: Limits,
+    deadline: float,
+    preload: tuple[str, ...] = (),
+    sandbox: Sandbox | None = None,
+) -> Ready:
+    """Start a sandbox (or take one just spawned) and prepare it for the assignment (nothing of any
+    student's in it yet)."""
+    sandbox = sandbox or Sandbox(limits, deadline)
     channel = Channel(sandbox.read_fd, sandbox.write_fd, sandbox.terminate, limits.grace, limits.test_timeout, deadline)
     Values(channel)  # encodes the setup requests' arguments
     try:
@@ -90,7 +97,7 @@ class Session:
 
     Its first sandbox may come from a WarmPool (started ahead); restarts start their own."""
 
-    def __init__(self, assignment: Assignment, limits: Limits, pool: WarmPool | None = None) -> None:
+    def __init__(self, assignment: Assignment, limits: Limits, pool: WarmPool | SpawnedEarly | None = None) -> None:
         self.assignment, self.limits, self.pool = assignment, limits, pool
         self.deadline = time.monotonic() + limits.total_timeout
         self.completed: list[Cell] = []
@@ -209,7 +216,9 @@ class Question:
 
 
 class Grading:
-    def __init__(self, assignment: Assignment, cells: list[Cell], limits: Limits, pool: WarmPool | None) -> None:
+    def __init__(
+        self, assignment: Assignment, cells: list[Cell], limits: Limits, pool: WarmPool | SpawnedEarly | None
+    ) -> None:
         self.assignment, self.cells, self.limits, self.pool = assignment, cells, limits, pool
         self.questions = {tf.name: Question(tf) for tf in assignment.load_tests()}
         self.order: list[str] = []  # as Otter reports them: first check first, then the rest
@@ -256,7 +265,7 @@ class Grading:
                 pass
         for name in unchecked:
             self._run_public(name)
-        if self.pool is not None and self.session.dead is None:
+        if isinstance(self.pool, WarmPool) and self.session.dead is None:  # what its next sandboxes import
             try:
                 self.pool.learn(self.session.request("modules"))
             except SandboxFailure:
@@ -354,10 +363,12 @@ def _failed(case, reason: str | None) -> TestCaseResult:
     return TestCaseResult(test_case=case, message=f"❌ Test case failed\n{reason}", passed=False)
 
 
-def grade_cells(assignment: Assignment, cells: list[Cell], options: GradeOptions) -> GradeResult:
+def grade_cells(
+    assignment: Assignment, cells: list[Cell], options: GradeOptions, early: SpawnedEarly | None = None
+) -> GradeResult:
     """Run the cells and the tests in this process; the caller has validated the notebook."""
     limits = options.limits(assignment.limits)
-    pool = warm_pool(assignment, limits, options.prestart) if options.prestart else None
+    pool = early or (warm_pool(assignment, limits, options.prestart) if options.prestart else None)
     return Grading(assignment, cells, limits, pool).run()
 
 
@@ -380,23 +391,29 @@ def grade_submission(
     notebook: bytes | str | os.PathLike[str],
     options: GradeOptions | None = None,
     label: str | None = None,
+    early: SpawnedEarly | None = None,
 ) -> GradeResult:
     """Grade one notebook (bytes or a path) against an autograder zip; thread-safe.
 
     Unusable input gives a result with `error` set and `invalid_input` True; a missing or broken
-    sandbox raises SandboxUnavailable (student code never runs unsandboxed).
+    sandbox raises SandboxUnavailable (student code never runs unsandboxed). `early`: a sandbox spawned
+    for this grading before the grader was imported (the command line's); closed if not used.
     """
     options = options or GradeOptions()
     assignment = load_assignment(autograder)
     label = label or ("<bytes>" if isinstance(notebook, bytes) else str(notebook))
     try:
-        data = notebook if isinstance(notebook, bytes) else read_notebook(notebook, options.max_notebook_bytes)
-        cells = load_cells(data, assignment.name, options.max_notebook_bytes)
-    except InvalidSubmission as e:
-        return GradeResult(label, assignment.points, error=str(e), invalid_input=True)
-    if assignment.files or assignment.requirements:
-        return replace(_grade_in_own_process(assignment, data, options), submission=label)
-    return replace(grade_cells(assignment, cells, options), submission=label)
+        try:
+            data = notebook if isinstance(notebook, bytes) else read_notebook(notebook, options.max_notebook_bytes)
+            cells = load_cells(data, assignment.name, options.max_notebook_bytes)
+        except InvalidSubmission as e:
+            return GradeResult(label, assignment.points, error=str(e), invalid_input=True)
+        if assignment.grades_in_own_process:
+            return replace(_grade_in_own_process(assignment, data, options), submission=label)
+        return replace(grade_cells(assignment, cells, options, early), submission=label)
+    finally:
+        if early is not None:
+            early.close()
 
 
 def check_submission(autograder: str | os.PathLike[str], data: bytes, max_bytes: int) -> None:

@@ -16,7 +16,7 @@ import atexit
 import logging
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -102,18 +102,55 @@ class WarmPool:
             self._starter.join()
 
 
-_POOLS: dict[tuple, WarmPool] = {}
+class SpawnedEarly:
+    """One sandbox spawned at once, for the one grading that follows in this process: its interpreter starts
+    while this process does other work (`python -m autograder` imports the rest of the grader meanwhile).
+    Only its process is started here; the grading takes it (`take`) and prepares it as any other."""
+
+    preload: tuple[str, ...] = ()
+
+    def __init__(self, assignment: Assignment, limits: Limits) -> None:
+        from .sandbox import Sandbox
+
+        self.assignment, self.limits = assignment, limits
+        self._sandbox: Sandbox | None = Sandbox(limits, time.monotonic() + limits.total_timeout)
+
+    def take(self) -> Ready | None:
+        from .grading import start_ready
+
+        sandbox, self._sandbox = self._sandbox, None
+        if sandbox is None:
+            return None
+        return start_ready(self.assignment, self.limits, sandbox.deadline, sandbox=sandbox)
+
+    def close(self) -> None:
+        """Kill the sandbox if no grading took it."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+
+MAX_POOLS = 4
+"""assignments (with their limits) whose sandboxes are kept ready; the least recently graded one's stop"""
+_POOLS: OrderedDict[tuple, WarmPool] = OrderedDict()
 _POOLS_LOCK = threading.Lock()
 
 
 def warm_pool(assignment: Assignment, limits: Limits, size: int) -> WarmPool:
-    """The pool for an assignment (the loaded zip, so a changed zip gets a new one) and its limits."""
+    """The pool for an assignment (the loaded zip, so a changed zip gets a new one) and its limits. A
+    service grading many assignments keeps pools for the MAX_POOLS it graded last."""
     key = (id(assignment), limits, size)
     with _POOLS_LOCK:
-        pool = _POOLS.get(key)
-        if pool is None or pool.assignment is not assignment:
-            pool = _POOLS[key] = WarmPool(assignment, limits, size)
-        return pool
+        pool = _POOLS.pop(key, None)
+        stopped = [pool] if pool is not None and pool.assignment is not assignment else []
+        if pool is None or stopped:
+            pool = WarmPool(assignment, limits, size)
+        _POOLS[key] = pool
+        while len(_POOLS) > MAX_POOLS:
+            stopped.append(_POOLS.popitem(last=False)[1])
+    for old in stopped:
+        old.close()
+    return pool
 
 
 @atexit.register

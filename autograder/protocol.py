@@ -24,6 +24,14 @@ MAX_BLOBS = 64 * 1024 * 1024
 READ_CHUNK = 1 << 20
 
 
+def ready(fd: int, events: int, timeout: float) -> bool:
+    """Whether `fd` is ready for `events` (select.POLLIN, POLLOUT) within `timeout` seconds. poll, not
+    select: select cannot watch a descriptor numbered 1024 or more, which a busy web worker reaches."""
+    poller = select.poll()
+    poller.register(fd, events)
+    return bool(poller.poll(max(0.0, timeout) * 1000))
+
+
 class SandboxFailure(Exception):
     """The sandbox stopped answering (timeout, crash, protocol violation); it has been killed."""
 
@@ -87,14 +95,14 @@ class Channel:
             except OSError as e:
                 raise self.fail(SandboxFailure(f"student code crashed the sandbox ({e})")) from None
             wait = min(deadline, self.overall_deadline) - time.monotonic()
-            if wait <= 0 or not select.select([], [self._write_fd], [], wait)[1]:
+            if wait <= 0 or not ready(self._write_fd, select.POLLOUT, wait):
                 raise self.fail(StudentTimeout("the sandbox stopped reading the grader's requests"))
 
     def _fill(self, size: int, deadline: float, timeout: float) -> None:
         """Read until the buffer holds `size` bytes (reading ahead is fine on this side)."""
         while len(self._buffer) < size:
             wait = min(deadline, self.overall_deadline) - time.monotonic()
-            if wait <= 0 or not select.select([self._read_fd], [], [], wait)[0]:
+            if wait <= 0 or not ready(self._read_fd, select.POLLIN, wait):
                 if time.monotonic() >= self.overall_deadline:
                     raise self.fail(StudentTimeout("grading exceeded its overall time limit"))
                 raise self.fail(StudentTimeout(f"student code did not finish within {timeout:g} s"))

@@ -214,6 +214,7 @@ class Sandbox:
             return
         self._stopped.set()
         self._watchdog.join()
+        self.proc.kill()  # a sandbox closed just after its start may not have joined its cgroup yet
         self.cgroup.kill()
         self._closed = True
         self.proc.wait()

@@ -10,6 +10,7 @@ import zipfile
 
 import pytest
 
+from tests.autograder.host import sandbox_processes
 from tests.submissions import AUTOGRADER_ZIP, SOLUTION_NOTEBOOK
 
 CLI = [sys.executable, "-m", "autograder", "grade"]
@@ -73,6 +74,10 @@ def test_unusable_input_exits_2_with_a_one_line_reason(toy, tmp_path, case):
     assert first["score"] == 0 and reason in first["error"] and "\n" not in first["error"]
     assert second["score"] == 5.0 and second["error"] is None
     assert scores.read_text().splitlines()[0] == "submission,score,max_score,q1,q2,error"
+    # Alone, it is found unusable after its sandbox was spawned (cli.py starts one early): that one goes too.
+    alone = run(["--autograder", str(toy.zip), str(bad)])
+    assert alone.returncode == 2 and reason in json.loads(alone.stdout)["error"]
+    assert sandbox_processes() == []
 
 
 def test_without_bwrap_on_path_the_cli_fails_closed(toy, tmp_path):

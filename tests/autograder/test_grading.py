@@ -187,3 +187,23 @@ def test_checking_an_upload_does_no_work_per_cell(toy, tmp_path):
         "check_submission(sys.argv[1], open(sys.argv[2], 'rb').read(), 5 * 1024 * 1024)\n"
     )
     subprocess.run([sys.executable, "-c", script, str(toy.zip), str(notebook)], check=True, timeout=30)
+
+
+@pytest.fixture
+def many_open_files():
+    """More than 1024 descriptors open in the grading process, as in a busy web worker: the grader's
+    pipes get numbers that select() cannot watch."""
+    opened = []
+    while not opened or opened[-1] < 1100:
+        opened.append(os.open(os.devnull, os.O_RDONLY))
+    yield opened[-1]
+    for fd in opened:
+        os.close(fd)
+
+
+def test_grading_works_with_many_files_open(toy, pandas_assignment, many_open_files):
+    assert grade_submission(toy.zip, toy.notebook("correct"), FAST).score == 5.0
+    # An assignment with files runs in a grading process of its own: its pipe is numbered high too.
+    result = grade_submission(pandas_assignment.zip, pandas_assignment.with_cell("pass"), FAST)
+    assert result.score == pandas_assignment.full_marks
+    assert sandbox_processes() == []

@@ -7,6 +7,7 @@ without cgroups nothing runs.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import replace
 
@@ -189,3 +190,18 @@ def test_a_function_of_the_grader_looks_like_an_ordinary_function_to_student_cod
     name, qualname = "broken_generate", broken_generate.__qualname__
     assert described == [True, name, qualname, signature, (3,), name, True]
     assert sandbox.get("describe")(lambda sequence: 1)[1] == "<lambda>"
+
+
+def test_a_sandbox_closed_as_soon_as_it_is_spawned_is_gone():
+    """Closing races the start (the sandbox's shell may not have joined its cgroup yet): as when the
+    command line spawns a sandbox early and the notebook then turns out unusable."""
+
+    def spawn_and_close() -> None:
+        for _ in range(20):
+            Sandbox(Limits(), time.monotonic() + 60).close()
+
+    closer = threading.Thread(target=spawn_and_close, daemon=True)
+    closer.start()
+    closer.join(timeout=60)
+    assert not closer.is_alive(), "close() waited for a sandbox it had not killed"
+    assert sandbox_processes() == []

@@ -26,7 +26,9 @@ def test_a_sandbox_started_ahead_is_alive_and_imports_only_harmless_libraries(to
         pool.learn(["numpy", "datascience", "os", "pandas"])
         assert pool.preload == ("numpy", "pandas")  # datascience changes numpy's print options
         ready = wait_for_ready(pool)
-        ready = ready if "numpy" in _modules(ready) else wait_for_ready(pool)  # the first may predate learn()
+        if "numpy" not in _modules(ready):  # the first may predate learn()
+            ready.close()
+            ready = wait_for_ready(pool)
         assert ready.sandbox.proc.poll() is None  # alive after the thread that started it went on
         assert {"numpy", "pandas"} <= set(_modules(ready)) and "datascience" not in _modules(ready)
         ready.close()
@@ -59,5 +61,21 @@ def test_nothing_of_one_grading_reaches_the_next_through_the_pool(toy):
     finally:
         from autograder.pool import close_all
 
+        close_all()
+    assert sandbox_processes() == []
+
+
+def test_a_service_keeps_sandboxes_ready_only_for_the_assignments_it_graded_last(toy):
+    from autograder.pool import MAX_POOLS, close_all, warm_pool
+
+    assignment = load_assignment(toy.zip)
+    try:
+        # Other limits stand for other assignments: each pair gets a pool of its own.
+        pools = [warm_pool(assignment, Limits(cell_timeout=10 + i), 1) for i in range(MAX_POOLS + 1)]
+        assert warm_pool(assignment, Limits(cell_timeout=10 + MAX_POOLS), 1) is pools[-1]
+        assert pools[0]._closed and not any(pool._closed for pool in pools[1:])
+        for pool in pools[1:]:
+            wait_for_ready(pool).close()  # each live pool can still serve
+    finally:
         close_all()
     assert sandbox_processes() == []
