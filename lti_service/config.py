@@ -40,8 +40,9 @@ class Config:
     """MAX_UPLOAD_BYTES: larger uploads get 413 (default 5 MB)"""
     max_assignment_bytes: int = field(default_factory=lambda: int(_env("MAX_ASSIGNMENT_BYTES", str(50 * 1024 * 1024))))
     """MAX_ASSIGNMENT_BYTES: the files of one assignment course staff upload (default 50 MB)"""
-    course_assignments: bool = field(default_factory=lambda: _env("COURSE_ASSIGNMENTS", "1") == "1")
-    """COURSE_ASSIGNMENTS=0: only operators add assignments (CLI); by default course staff add their course's"""
+    course_assignments: bool = field(default_factory=lambda: _env("COURSE_ASSIGNMENTS", "0") == "1")
+    """COURSE_ASSIGNMENTS=1: course staff add their course's own assignments, whose tests then run with the
+    grader's rights; by default only operators add assignments (CLI) and courses choose among them"""
     score_policy: str = field(default_factory=lambda: _env("SCORE_POLICY", "best"))
     """SCORE_POLICY: "best" (a worse later attempt never lowers the gradebook) or "latest\""""
     trust_proxy: bool = field(default_factory=lambda: _env("TRUST_PROXY", "0") == "1")
@@ -58,6 +59,9 @@ class Config:
     worker_poll: float = field(default_factory=lambda: float(_env("WORKER_POLL", "2")))
     """WORKER_POLL: seconds between a worker's looks in the database for work the queue does not carry
     (attempts queued for longer than twice this, expired leases, grades due for a retry)"""
+    warm_sandboxes: int = field(default_factory=lambda: int(_env("WARM_SANDBOXES", "2")))
+    """WARM_SANDBOXES: sandboxes a worker process keeps started ahead for each of the assignments it graded
+    last (its grading threads, usually; 0: each grading starts its own)"""
     passback_backoff: float = field(default_factory=lambda: float(_env("PASSBACK_BACKOFF", "2")))
     """PASSBACK_BACKOFF: seconds before the first retry of a score; doubles each time"""
     passback_max_backoff: float = field(default_factory=lambda: float(_env("PASSBACK_MAX_BACKOFF", "300")))

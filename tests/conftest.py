@@ -1,10 +1,12 @@
-"""Shared fixtures: the built assignment (built once if `make assignment` has not run)."""
+"""Shared fixtures: the built assignment (built once if `make assignment` has not run), and one local LMS
+per test module for the tool's tests and the browser tests."""
 
 import subprocess
 import sys
 
 import pytest
 
+from tests.lti_service.conftest import start_lms
 from tests.submissions import AUTOGRADER_ZIP, ROOT, SOLUTION_NOTEBOOK, STUDENT_NOTEBOOK, load_test_sources
 
 
@@ -19,3 +21,12 @@ def built_assignment():
 @pytest.fixture(scope="session")
 def test_sources(built_assignment):
     return load_test_sources(built_assignment["zip"])
+
+
+@pytest.fixture(scope="module")
+def lms(request, tmp_path_factory, built_assignment):
+    """One LMS (platform and tool) per test module; the module's TOOL_ENV adds settings of the tool."""
+    lms = start_lms(tmp_path_factory.mktemp("lms"), **getattr(request.module, "TOOL_ENV", {}))
+    yield lms
+    lms.tool.stop()
+    lms.platform.stop()

@@ -15,7 +15,7 @@ from ..assignments.building import BuildError, listed_files, master_config, matc
 from ..assignments.summary import differences, questions_of
 from ..db import AssignmentBuild, Launch
 from . import queue, services
-from .pages import check_csrf, csrf_token, current_launch, may_add_assignments
+from .pages import adding_note, check_csrf, csrf_token, current_launch, may_add_assignments
 
 bp = Blueprint("assignments", __name__, url_prefix="/a/<launch_id>/assignments")
 
@@ -23,7 +23,7 @@ bp = Blueprint("assignments", __name__, url_prefix="/a/<launch_id>/assignments")
 def course_staff_launch(launch_id: str) -> Launch:
     launch = current_launch(launch_id)
     if not may_add_assignments(launch):
-        abort(403, "Adding assignments is for the course's staff (and the tool's operator may have turned it off).")
+        abort(403, adding_note(launch) or "Adding assignments is for the course's staff.")
     return launch
 
 

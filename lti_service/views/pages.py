@@ -51,9 +51,21 @@ def is_staff(launch: Launch) -> bool:
     return is_course_staff(launch.roles)
 
 
+ADDING_TURNED_OFF = (
+    "Course staff do not add assignments on this server: an assignment's tests run with the grader's own "
+    "rights, so the tool's operator adds them (python -m lti_service assignment add), unless they choose to "
+    "trust every course's staff that far (COURSE_ASSIGNMENTS=1). Ask them to add yours."
+)
+
+
 def may_add_assignments(launch: Launch) -> bool:
     """Course staff of a course, where the operator lets course staff add assignments (COURSE_ASSIGNMENTS)."""
     return services().config.course_assignments and is_staff(launch) and bool(launch.context_id)
+
+
+def adding_note(launch: Launch) -> str | None:
+    """What course staff are told where the operator keeps adding assignments to themselves."""
+    return ADDING_TURNED_OFF if is_staff(launch) and not services().config.course_assignments else None
 
 
 @bp.get("/<launch_id>")
@@ -207,7 +219,7 @@ def deep_link(launch_id: str):
     launch = deep_linking_launch(launch_id)
     return render_template(
         "deep_link.html", launch=launch, offered=links.offered(services().db, launch), csrf_token=csrf_token(launch),
-        may_add=may_add_assignments(launch),
+        may_add=may_add_assignments(launch), adding_note=adding_note(launch),
     )  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from ..link_settings import link_key, load, save
 from ..lti.lineitems import gradebook_problem
 from . import queue, services
 from .downloads import NOTEBOOK_TYPE, csv_download, file_download
-from .pages import check_csrf, csrf_token, current_launch, is_staff, may_add_assignments
+from .pages import adding_note, check_csrf, csrf_token, current_launch, is_staff, may_add_assignments
 
 bp = Blueprint("staff", __name__, url_prefix="/a/<launch_id>/staff")
 
@@ -40,6 +40,7 @@ def dashboard_page(launch: Launch, message: str | None = None) -> str:
         newer=moves.newer(services(), version),
         move=moves.current(services(), link_key(launch)),
         may_add=may_add_assignments(launch),
+        adding_note=adding_note(launch),
         board=board,
         histogram=charts.score_histogram(board.gradebook_scores, board.max_score),
         pass_rates=charts.pass_rates(board.question_rates),

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.lti_service.conftest import Lms, start_lms
 from tests.submissions import ROOT
 
 if TYPE_CHECKING:
@@ -39,14 +38,6 @@ BLOCK_THIRD_PARTY_COOKIES = {"cookie_controls_mode": 1, "block_third_party_cooki
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
 STRETCH = "(frame, height) => [frame.style.height, (frame.style.height = `${height + 4}px`)][0]"  # -> old height
 TIMEOUT_MS = 15_000  # any single step (navigation, element); grading has its own, longer wait
-
-
-@pytest.fixture(scope="module")
-def lms(tmp_path_factory, built_assignment) -> Iterator[Lms]:
-    lms = start_lms(tmp_path_factory.mktemp("lms"))
-    yield lms
-    lms.tool.stop()
-    lms.platform.stop()
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-import pytest
 import requests
 
 from lti_dev_platform.client import launch as platform_launch
@@ -151,11 +150,3 @@ def start_lms(
         platform.stop()
         raise
     return Lms(platform, tool)
-
-
-@pytest.fixture(scope="module")
-def lms(tmp_path_factory, built_assignment):
-    lms = start_lms(tmp_path_factory.mktemp("lms"))
-    yield lms
-    lms.tool.stop()
-    lms.platform.stop()

@@ -15,8 +15,9 @@ import pytest
 import requests
 
 from lti_dev_platform.client import deep_link, launch, parse_page, submit
+from lti_service.views.pages import ADDING_TURNED_OFF
 from tests.lti_service import gradebook
-from tests.lti_service.conftest import Lms, StudentPage, notebook_bytes
+from tests.lti_service.conftest import Lms, StudentPage, notebook_bytes, start_lms
 from tests.lti_service.gradebook import STUDENTS, TITLE
 from tests.lti_service.tool import browser_session, wait_for
 from tests.parity import harness
@@ -25,6 +26,7 @@ from tests.parity.harness import ASSIGNMENTS
 DECODE = "Decode: one token at a time"
 RAINFALL = ASSIGNMENTS / "rainfall"
 LAB_4 = "Lab 4: Rain over three cities"
+TOOL_ENV = {"COURSE_ASSIGNMENTS": "1"}  # course staff add their own assignments (off by default)
 
 
 @pytest.fixture(scope="module")
@@ -232,3 +234,24 @@ def comparison(page: str) -> dict[str, tuple[str, str]]:
     rows = re.findall(r'<tr data-user="([^"]+)">.*?class="before"><span class="points">([^<]*)<.*?class="after">'
                       r'<span class="points">([^<]*)<', page, re.S)  # fmt: skip
     return {user: (f"{float(before):.2f}", f"{float(after):.2f}") for user, before, after in rows}
+
+
+def test_by_default_only_operators_add_assignments_and_course_staff_are_told_why(tmp_path):
+    """An assignment's tests run with the grader's rights: course staff add theirs only where the operator
+    chose to trust them that far (COURSE_ASSIGNMENTS=1)."""
+    lms = start_lms(tmp_path)
+    try:
+        staff = staff_page(lms, "many-default")
+        assert "This course's assignments" not in unescape(staff.html)
+        assert ADDING_TURNED_OFF in unescape(staff.html) and ADDING_TURNED_OFF in unescape(
+            deep_linking(lms, "many-default")
+        )
+        refused = upload_assignment(staff, RAINFALL / "rainfall.ipynb")
+        assert refused.status_code == 403 and ADDING_TURNED_OFF in unescape(refused.text)
+        assert staff.session.get(f"{staff.url}/assignments", timeout=10).status_code == 403
+        assert "rainfall" not in lms.tool.cli("assignment", "list")
+        student = lms.open("student-ada", "many-default-home", context_id="many-default")
+        assert ADDING_TURNED_OFF not in unescape(student.html)
+    finally:
+        lms.tool.stop()
+        lms.platform.stop()
