@@ -141,15 +141,16 @@ def grade_attempt(services: Services, attempt_id: int) -> Finished | None:
     version = links.pinned(services.db, link_key(attempt))
     zip_path = catalog.zip_path(services, version)
     with lease_renewed(services, attempt_id, lease_id):
-        outcome = grade_notebook(zip_path, data, attempt.filename)
+        outcome = grade_notebook(services, zip_path, data, attempt.filename)
     return _finish(services, attempt_id, lease_id, {**outcome, "assignment_version_id": version.id})
 
 
-def grade_notebook(zip_path: Path, notebook: bytes, label: str) -> dict:
+def grade_notebook(services: Services, zip_path: Path, notebook: bytes, label: str) -> dict:
     """Grade a notebook against an autograder zip: the values a grading sets (status, score, max_score, the
-    staff and student views, error)."""
+    staff and student views, error). The worker keeps WARM_SANDBOXES sandboxes of the assignment started."""
     try:
-        result = grade_submission(zip_path, notebook, GradeOptions(), label=label)
+        options = GradeOptions(prestart=services.config.warm_sandboxes)
+        result = grade_submission(zip_path, notebook, options, label=label)
     except SandboxUnavailable as error:
         return dict(status="failed", error=f"the grader is not available: {error}")
     if result.error:

@@ -115,7 +115,7 @@ def grade_preview(services: Services, preview_id: int) -> None:
         notebook, label = attempt.notebook, attempt.filename
     zip_path = catalog.zip_path(services, target)
     with lease_renewed(services, preview_id, lease_id, PreviewGrade):
-        outcome = grade_notebook(zip_path, notebook, label)
+        outcome = grade_notebook(services, zip_path, notebook, label)
     with services.db.session() as session:
         session.execute(
             update(PreviewGrade)

@@ -14,6 +14,30 @@ WRITE_TARGETS = ["/tmp", "/var/tmp", "/etc", "/usr", "/root", "/work", sys.prefi
 ARTIFACTS = ["results.json", "pwned-by-pickle", "written-by-student.txt", "filler-*"]
 
 
+def sandbox_processes_under(ancestor: int) -> list[int]:
+    """Pids of live processes running as a sandbox uid that descend from process `ancestor`."""
+    base = Limits().sandbox_uid
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and base <= _status(int(entry.name)).get("Uid", base - 1) < base + 64:
+            pid = int(entry.name)
+            while pid > 1 and pid != ancestor:
+                pid = _status(pid).get("PPid", 1)
+            if pid == ancestor:
+                found.append(int(entry.name))
+    return found
+
+
+def _status(pid: int) -> dict[str, int]:
+    """The Uid (real) and PPid of a process; empty once it is gone."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    fields = dict(line.split(":", 1) for line in lines if line.startswith(("Uid:", "PPid:")))
+    return {key: int(value.split()[0]) for key, value in fields.items()}
+
+
 def sandbox_processes(*_: object) -> list[str]:
     """Live processes running as one of the sandbox uids, described (pid, state, parent, command)."""
     base = Limits().sandbox_uid

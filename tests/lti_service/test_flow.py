@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from lti_dev_platform.client import deep_link
+from tests.autograder.host import sandbox_processes_under
 from tests.lti_service.conftest import notebook_bytes
 from tests.lti_service.tool import browser_session, wait_for
 from tests.submissions import STUDENT_NOTEBOOK
@@ -38,6 +39,16 @@ def test_student_uploads_and_the_score_reaches_the_gradebook(lms):
     assert (score["score_given"], score["score_maximum"]) == (100.0, 100.0)  # scaled to the line item's 100
     assert (score["activity_progress"], score["grading_progress"]) == ("Submitted", "FullyGraded")
     assert wait_for(lambda: page.attempts()[0]["gradebook"] == "sent to the gradebook")
+
+
+def test_the_worker_keeps_sandboxes_started_for_the_next_uploads(lms):
+    """WARM_SANDBOXES (2 by default): once it has graded an assignment, the worker keeps two sandboxes of it
+    started (each for one grading only), so the next uploads do not wait for one."""
+    page = lms.open("student-grace", "decode-warm")
+    page.upload(notebook_bytes())
+    page.wait_graded(1)
+    serve = lms.tool.processes[0].pid
+    assert wait_for(lambda: len(sandbox_processes_under(serve)) == 2)  # two interpreters as sandbox uids
 
 
 def test_a_worse_later_attempt_does_not_lower_the_gradebook(lms):
