@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 IDLE_LIFETIME = 120.0  # seconds a ready sandbox waits before it is replaced (its watchdog kills it)
+MAX_RETRY_WAIT = 60.0  # seconds between tries to start a sandbox ahead while none can start
 PRELOADABLE = frozenset({"numpy", "pandas", "scipy", "matplotlib"})
 """libraries whose import changes nothing a notebook can see but the time it takes (datascience, say,
 changes numpy's print options: it is never imported ahead)"""
@@ -65,6 +66,7 @@ class WarmPool:
     def _keep_filled(self) -> None:
         from .grading import start_ready  # grading imports this module
 
+        failures = 0
         while True:
             with self._wake:
                 self._wake.wait_for(lambda: self._closed or len(self._ready) < self.size, timeout=IDLE_LIFETIME / 2)
@@ -80,9 +82,13 @@ class WarmPool:
             try:
                 ready = start_ready(self.assignment, self.limits, time.monotonic() + IDLE_LIFETIME, self.preload)
             except Exception as e:  # the grading that would have taken it starts its own and reports why
-                log.warning("could not start a sandbox ahead: %s", e)
-                time.sleep(1)  # not a hot loop while sandboxes cannot start
+                if not failures:
+                    log.warning("could not start a sandbox ahead (trying again, less and less often): %s", e)
+                failures += 1
+                with self._wake:  # not a hot loop (nor a log line a second) while sandboxes cannot start
+                    self._wake.wait_for(lambda: self._closed, timeout=min(MAX_RETRY_WAIT, 0.5 * 2**failures))
                 continue
+            failures = 0
             with self._wake:
                 if not self._closed:
                     self._ready.append(ready)

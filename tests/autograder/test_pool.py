@@ -79,3 +79,33 @@ def test_a_service_keeps_sandboxes_ready_only_for_the_assignments_it_graded_last
     finally:
         close_all()
     assert sandbox_processes() == []
+
+
+def test_while_sandboxes_cannot_start_the_pool_tries_less_and_less_often_and_says_so_once(toy, monkeypatch, caplog):
+    """A machine without bubblewrap (or out of sandbox uids): one warning, waits that grow, a prompt close."""
+    import threading
+
+    from autograder import grading
+    from autograder.sandbox import SandboxUnavailable
+
+    tries: list[float] = []
+    tried = threading.Semaphore(0)
+
+    def cannot_start(*_):
+        tries.append(time.monotonic())
+        tried.release()
+        raise SandboxUnavailable("bubblewrap not found")
+
+    monkeypatch.setattr(grading, "start_ready", cannot_start)
+    pool = WarmPool(load_assignment(toy.zip), Limits(), size=1)
+    try:
+        for _ in range(3):
+            assert tried.acquire(timeout=30)
+    finally:
+        closing = time.monotonic()
+        pool.close()
+    assert time.monotonic() - closing < 1  # not held by the wait between tries
+    waits = [later - earlier for earlier, later in zip(tries, tries[1:], strict=False)]
+    assert waits[1] > waits[0] >= 0.9
+    warnings = [r for r in caplog.records if "could not start a sandbox ahead" in r.getMessage()]
+    assert len(warnings) == 1 and "bubblewrap not found" in warnings[0].getMessage()

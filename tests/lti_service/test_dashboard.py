@@ -34,6 +34,18 @@ def test_dashboard_merges_the_roster_with_submissions(lms):
     assert {r["user_id"]: r["gradebook_score"] for r in rows} == {"student-ada": "16.0", "student-grace": ""}
 
 
+def test_each_roster_link_leads_to_that_students_attempts(lms):
+    """Students who have not submitted come first in the roster: the links still reach the right section."""
+    grace = lms.open("student-grace", "dash-anchors")
+    grace.upload(notebook_bytes())
+    grace.wait_graded(1)
+    page = lms.open("instructor-turing", "dash-anchors")
+    roster = page.html.split('id="roster"', 1)[1].split("</table>", 1)[0]
+    (anchor,) = re.findall(r'data-user="student-grace">.*?<a href="#([^"]+)"', roster, re.S)
+    section = page.html.split(f'<section id="{anchor}">', 1)[1].split("</section>", 1)[0]
+    assert "Grace Hopper" in section and "Attempt 1" in section
+
+
 def test_staff_view_of_an_attempt_and_its_notebook(lms):
     data = notebook_bytes("generate_calls_on_prompt")
     ada = lms.open("student-ada", "dash-detail")
