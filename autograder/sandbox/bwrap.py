@@ -219,7 +219,7 @@ class Sandbox:
         self._closed = True
         self.proc.wait()
         self.cgroup.remove()
-        _wait_until_reaped(self.uid)
+        wait_until_reaped(self.uid)
         for fd in (self.write_fd, self.read_fd, self._info_fd):
             os.close(fd)
         self._drainer.join(timeout=5)
@@ -228,7 +228,7 @@ class Sandbox:
         _UIDS.release(self.uid)
 
 
-def _wait_until_reaped(uid: int) -> None:
+def wait_until_reaped(uid: int) -> None:
     """Killed processes leave the cgroup at once but stay in the process table (counting against the
     uid's RLIMIT_NPROC) until reaped: the uid goes back to the pool only when none is left."""
     deadline = time.monotonic() + 5

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from autograder.options import Limits
-from autograder.sandbox.bwrap import JOIN_CGROUP, SITE_DIRS, _wait_until_reaped, find_bwrap
+from autograder.sandbox.bwrap import JOIN_CGROUP, SITE_DIRS, find_bwrap, wait_until_reaped
 from autograder.sandbox.cgroups import CgroupUnavailable, SandboxCgroup
 from autograder.sandbox.cgroups import Limits as CgroupLimits
 from autograder.sandbox.uids import UidPool
@@ -81,7 +81,7 @@ def run_confined(command: list[str], inputs: dict[str, bytes], limits: ConfinedL
             return _run(cgroup, [*argv, *command], limits.timeout)
     finally:
         cgroup.remove()
-        _wait_until_reaped(uid)
+        wait_until_reaped(uid)
         _UIDS.release(uid)
 
 
