@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from . import nrps
-from .ags import AgsError
 from .assignments import links
 from .db import Attempt, Passback, Platform
 from .link_settings import link_key, load
+from .lti import nrps
+from .lti.ags import AgsError
 from .passback import Waiting, counting_attempt, waiting
 from .services import Services
 

@@ -23,8 +23,8 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from . import link_settings
-from .ags import AgsError
 from .db import Attempt, Passback, Platform, utcnow
+from .lti.ags import AgsError
 from .services import Services
 
 log = logging.getLogger("lti_service.passback")

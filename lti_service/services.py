@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ags import AgsClient
 from .config import Config
 from .db import Database
 from .keys import KeyStore
+from .lti.ags import AgsClient
 from .lti.launch import JwksCache, LaunchServices
 from .lti.login import Logins
 from .lti.storage import DatabaseLaunchDataStorage

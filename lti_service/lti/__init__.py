@@ -10,4 +10,7 @@ where third-party cookies are blocked: partitioned cookies, platform storage, a 
 hints), roles.py (every role form, Moodle's short names included), lineitems.py (the gradebook column of
 a link added without deep linking, and what the platform's AGS grant allows), canvas.py (hosted Canvas's
 endpoints).
+
+The services a launch grants: ags.py (Assignment and Grade Services: tokens, line items, scores) and
+nrps.py (the course roster); outbound.py sends every request to a platform.
 """

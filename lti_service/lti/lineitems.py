@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
-from ..ags import LINEITEM_SCOPE, SCORE_SCOPE, AgsError
 from ..assignments.catalog import assignment_of
 from ..assignments.links import pin
 from ..db import Attempt, Launch, LinkLineItem, Platform, utcnow
 from ..link_settings import link_key
 from ..passback import record_grade
 from ..services import Services
+from .ags import LINEITEM_SCOPE, SCORE_SCOPE, AgsError
 
 log = logging.getLogger("lti_service.lineitems")
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"

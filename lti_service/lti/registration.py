@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..ags import LINEITEM_READ_SCOPE, LINEITEM_SCOPE, NRPS_SCOPE, SCORE_SCOPE
+from .ags import LINEITEM_READ_SCOPE, LINEITEM_SCOPE, NRPS_SCOPE, SCORE_SCOPE
 from .canvas import HOSTED_CANVAS
 from .outbound import OutboundError, fetch, origin
 

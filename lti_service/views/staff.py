@@ -5,12 +5,12 @@ from __future__ import annotations
 from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
 from sqlalchemy import select
 
-from .. import batches, charts, dashboard
+from .. import batches, dashboard
 from ..assignments import links, moves
 from ..db import Attempt, Launch, Passback
 from ..link_settings import link_key, load, save
 from ..lti.lineitems import gradebook_problem
-from . import queue, services
+from . import charts, queue, services
 from .downloads import NOTEBOOK_TYPE, csv_download, file_download
 from .pages import adding_note, check_csrf, csrf_token, current_launch, is_staff, may_add_assignments
 

@@ -113,11 +113,11 @@ def test_scores_wait_for_a_column_the_platform_failed_to_create(tmp_path, built_
     """The first try to create a plain link's column fails (the platform is too slow): the page says so,
     the attempt is kept, and once a later launch creates the column the waiting score is sent to it."""
     from lti_service import create_app
-    from lti_service.ags import LINEITEM_SCOPE, SCORE_SCOPE
     from lti_service.config import Config
     from lti_service.db import Attempt, Launch
     from lti_service.grading import create_attempt
     from lti_service.lti import lineitems
+    from lti_service.lti.ags import LINEITEM_SCOPE, SCORE_SCOPE
     from lti_service.passback import send
     from lti_service.platforms import add_platform
     from lti_service.services import Services

@@ -21,11 +21,11 @@ from huey import SqliteHuey
 from sqlalchemy import select, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from lti_service.ags import SCORE_SCOPE
 from lti_service.config import Config
 from lti_service.db import Attempt, Launch, Passback
 from lti_service.grading import create_attempt
 from lti_service.jobs import DatabasePoll, build_queue
+from lti_service.lti.ags import SCORE_SCOPE
 from lti_service.migrate import alembic_config, upgrade
 from lti_service.platforms import add_platform
 from lti_service.services import Services

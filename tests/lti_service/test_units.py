@@ -8,9 +8,9 @@ import hashlib
 import pytest
 from sqlalchemy import func, select
 
-from lti_service.ags import scores_url
 from lti_service.config import Config
 from lti_service.db import Attempt, Launch, Passback
+from lti_service.lti.ags import scores_url
 from lti_service.lti.tool_conf import DatabaseToolConf
 from lti_service.passback import score_to_send
 from lti_service.platforms import add_platform
@@ -91,7 +91,7 @@ LIS = "http://purl.imsglobal.org/vocab/lis/v2/"
 def test_roles_are_read_in_every_form_lti_allows(roles, staff, learner):
     """Launches (is_staff) and rosters (is_learner) read roles in one place; an institution role gives no
     course role."""
-    from lti_service.nrps import is_learner
+    from lti_service.lti.nrps import is_learner
     from lti_service.views.pages import is_staff
 
     assert is_staff(Launch(roles=roles)) is staff

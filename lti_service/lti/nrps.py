@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from ..db import Platform
+from . import roles
 from .ags import NRPS_SCOPE, AgsClient, AgsError
-from .db import Platform
-from .lti import roles
-from .lti.outbound import OutboundError, fetch, platform_origins
+from .outbound import OutboundError, fetch, platform_origins
 
 MEMBERSHIP = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
 MAX_PAGES = 50

@@ -14,9 +14,9 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import jwt
 
-from .db import Platform
-from .keys import KeyStore
-from .lti.outbound import OutboundError, fetch, platform_origins
+from ..db import Platform
+from ..keys import KeyStore
+from .outbound import OutboundError, fetch, platform_origins
 
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
