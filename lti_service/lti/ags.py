@@ -92,7 +92,7 @@ class AgsClient:
                 "exp": now + 300,
                 "jti": uuid.uuid4().hex,
             },
-            key.private_pem,
+            key.signer,
             algorithm="RS256",
             headers={"kid": key.kid},
         )

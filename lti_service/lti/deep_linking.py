@@ -46,7 +46,7 @@ def response_jwt(claims: dict, client_id: str, items: list[dict], key: ToolKey) 
     }
     if "data" in settings:
         message[DL + "data"] = settings["data"]
-    return jwt.encode(message, key.private_pem, algorithm="RS256", headers={"kid": key.kid})
+    return jwt.encode(message, key.signer, algorithm="RS256", headers={"kid": key.kid})
 
 
 def presentation_target(claims: dict) -> str:
