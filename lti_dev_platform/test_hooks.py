@@ -18,6 +18,11 @@ def state() -> Response:
     return jsonify(platform().state.snapshot())
 
 
+@bp.get("/gradebook/<resource_link_id>")
+def gradebook(resource_link_id: str) -> Response:
+    return jsonify(platform().state.gradebook(resource_link_id))
+
+
 @bp.post("/reset")
 def reset() -> Response:
     """Forget courses, grades, counters and seen jtis; the registered tool stays."""

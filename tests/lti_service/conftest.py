@@ -45,9 +45,9 @@ class Lms:
 
     def gradebook(self, resource_link: str) -> dict[str, float]:
         """user -> the score the gradebook holds on that activity's line item."""
-        state = self.state()
-        items = {i["id"] for i in state["line_items"] if i["resource_link_id"] == resource_link}
-        return {s["user_id"]: s["score_given"] for s in state["scores"] if s["line_item_id"] in items}
+        response = requests.get(f"{self.platform.url}/_test/gradebook/{resource_link}", timeout=10)
+        assert response.status_code == 200, response.text
+        return response.json()
 
     def scores(self, user: str) -> list[dict]:
         return [s for s in self.state()["scores"] if s["user_id"] == user]
