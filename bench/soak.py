@@ -111,15 +111,14 @@ def burst(workdir: Path) -> Row:
 
 
 def kill_worker(workdir: Path) -> Row:
-    """`serve`'s worker process is killed; serve starts another, which takes its attempts over."""
+    """One of `serve`'s worker processes is killed; serve starts another, and the killed one's attempts
+    are taken over once their leases end."""
     lms = start_lms(workdir, platform_process=True, **DEFAULTS)
 
     def kill() -> None:
-        serve = lms.tool.processes[0].pid
-        (worker,) = Path(f"/proc/{serve}/task/{serve}/children").read_text().split()
-        os.kill(int(worker), signal.SIGKILL)
+        os.kill(lms.tool.worker_pids()[0], signal.SIGKILL)
 
-    return run_scenario("200, kill -9 of the worker", lms, kill, max_recovery_s=RECOVERY_TARGET)
+    return run_scenario("200, kill -9 of a worker", lms, kill, max_recovery_s=RECOVERY_TARGET)
 
 
 def kill_serve(workdir: Path) -> Row:

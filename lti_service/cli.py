@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 OTHER_OPEN_FILES = 200  # what the web process opens besides connections: database, queue, keys
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
-RESTART_PAUSE = 1.0  # seconds before serve starts its worker again (no busy loop if it cannot start)
+RESTART_PAUSE = 1.0  # seconds before a dead worker process is started again (no busy loop if it cannot start)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,10 +41,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=5000)
     serve.add_argument("--threads", type=int, default=8, help="web request threads")
-    serve.add_argument("--workers", type=int, default=2, help="grading threads of its worker process")
+    serve.add_argument("--workers", type=int, default=2, help="grading worker processes (one grading each at a time)")
     serve.add_argument("--no-worker", action="store_true", help="web only (workers run elsewhere)")
     worker = sub.add_parser("worker", help="run a grading and passback worker only")
-    worker.add_argument("--workers", type=int, default=2, help="worker threads")
+    worker.add_argument("--workers", type=int, default=2, help="grading processes (one grading each at a time)")
     worker.add_argument("--parent", type=int, help="stop when the process with this id ends (serve's own worker)")
 
     platform = sub.add_parser("platform", help="manage registered platforms").add_subparsers(
@@ -99,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "platform" and args.action == "add":
         _platform_endpoints(parser, args)
+    if getattr(args, "workers", 1) < 1:
+        parser.error("--workers must be at least 1 (serve --no-worker runs none)")
     configure_logging()
     config = Config()
     services = Services.from_config(config)
@@ -117,8 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def serve(services: Services, args: argparse.Namespace) -> int:
-    """The web app in a waitress thread and, unless --no-worker, a worker process that this one starts
-    again whenever it dies. Grading stays out of the web process: its thousands of connections would push
+    """The web app in a waitress thread and, unless --no-worker, worker processes that this one starts
+    again whenever they die. Grading stays out of the web process: its thousands of connections would push
     the grader's pipes past what select() can watch, and grading would compete with requests for the GIL."""
     from . import create_app
 
@@ -134,7 +136,7 @@ def serve(services: Services, args: argparse.Namespace) -> int:
         if args.no_worker:
             threading.Event().wait()
         else:
-            _supervise_worker(args.workers)
+            _supervise_workers(args.workers)
     except KeyboardInterrupt:
         pass
     finally:
@@ -142,20 +144,30 @@ def serve(services: Services, args: argparse.Namespace) -> int:
     return 0
 
 
-def _supervise_worker(threads: int) -> None:
-    """Run `worker` as a child process until interrupted, starting it again when it dies (another worker,
-    or the new one, takes its attempts over once their leases end)."""
-    command = [sys.executable, "-m", "lti_service", "worker", "--workers", str(threads), "--parent", str(os.getpid())]
-    while True:
-        child = subprocess.Popen(command)
-        try:
-            code = child.wait()
-        finally:
-            if child.poll() is None:  # we are stopping: stop the worker too
+def _supervise_workers(count: int) -> None:
+    """Run `count` worker processes of one grading thread each until interrupted, starting each again when
+    it dies (another worker, or the new one, takes its attempts over once their leases end). Processes
+    rather than threads: the grader's side of each grading is Python, and two gradings in one process
+    wait for each other's GIL (a burst drains about a fifth faster on two cores)."""
+    command = [sys.executable, "-m", "lti_service", "worker", "--workers", "1", "--parent", str(os.getpid())]
+    children = [subprocess.Popen(command) for _ in range(count)]
+    try:
+        while True:
+            exited = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)  # a child has ended; poll() reaps it
+            ours = [i for i, child in enumerate(children) if child.pid == exited.si_pid]
+            if not ours:  # not a worker: reap it so that waitid does not report it again
+                os.waitpid(exited.si_pid, 0)
+            for i in ours:
+                code = children[i].wait()
+                logging.getLogger("lti_service").warning("a worker process exited (%s); starting another", code)
+                time.sleep(RESTART_PAUSE)
+                children[i] = subprocess.Popen(command)
+    finally:  # we are stopping: stop the workers too
+        for child in children:
+            if child.poll() is None:
                 child.terminate()
-                child.wait(timeout=60)
-        logging.getLogger("lti_service").warning("the worker process exited (%s); starting another", code)
-        time.sleep(RESTART_PAUSE)
+        for child in children:
+            child.wait(timeout=60)
 
 
 def _web_server(app: Flask, config: Config, host: str, port: int, threads: int):
@@ -188,14 +200,22 @@ def _connection_limit(wanted: int) -> int:
 
 
 def run_worker(services: Services, workers: int, parent: int | None = None) -> int:
-    """A worker; with `parent`, one that ends with that process (even one killed with SIGKILL)."""
+    """A grading worker process, or with `workers` > 1 that many, supervised by this one; with `parent`, one
+    that ends with that process (even one killed with SIGKILL)."""
     from .jobs import build_queue
 
+    if workers > 1:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop the workers too
+        try:
+            _supervise_workers(workers)
+        except KeyboardInterrupt:
+            pass
+        return 0
     if parent is not None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != parent:  # the parent ended before we asked to be told
             return 0
-    build_queue(services).run_worker(services, workers)
+    build_queue(services).run_worker(services)
     return 0
 
 

@@ -47,15 +47,16 @@ class Queue:
         except Exception:  # Redis down or restarting, SQLite queue locked...: the database is the record
             log.warning("could not queue %s(%s); a worker's poll will find it", task.name, row_id, exc_info=True)
 
-    def run_worker(self, services: Services, threads: int = 2) -> None:
-        """Huey's worker threads and the database poll, until Ctrl-C or SIGTERM."""
+    def run_worker(self, services: Services) -> None:
+        """Huey's consumer with one worker thread (a grading worker process grades one notebook at a time:
+        see cli._supervise_workers) and the database poll, until Ctrl-C or SIGTERM."""
         poll = DatabasePoll(services)
         poll.start()
         # Idle workers poll SQLite (every 0.1 s at most); Redis hands tasks over as they come, so there the
         # waits only follow errors (Redis away): a few seconds apart rather than ten logged errors a second.
         waits = dict(backoff=2, max_delay=5.0) if self.huey.storage.blocking else dict(backoff=1.1, max_delay=0.1)
         consumer = self.huey.create_consumer(
-            workers=threads, worker_type="thread", initial_delay=0.01, **waits,
+            workers=1, worker_type="thread", initial_delay=0.01, **waits,
             periodic=False, scheduler_interval=60,  # nothing is scheduled for later: retries come from the poll
         )  # fmt: skip
         try:

@@ -77,6 +77,11 @@ class ToolProcess:
                 time.sleep(0.05)
         raise AssertionError(f"the tool did not start: {self.log.read_text()[-3000:]}")
 
+    def worker_pids(self) -> list[int]:
+        """The worker processes `serve` runs as its children."""
+        serve = self.processes[0].pid
+        return [int(pid) for pid in Path(f"/proc/{serve}/task/{serve}/children").read_text().split()]
+
     def start_worker(self) -> subprocess.Popen:
         """A separate worker process (the scale-out shape: web and workers apart)."""
         return self._spawn("worker")
