@@ -181,16 +181,16 @@ def _finish(services: Services, attempt_id: int, lease_id: str, values: dict) ->
         return Finished(attempt, passback.record_grade(services, session, attempt) if send else None)
 
 
-def unclaimed(services: Services, queued_for: dt.timedelta, job: Job = Attempt) -> int | None:
+def unclaimed(services: Services, queued_for: dt.timedelta | None, job: Job = Attempt) -> int | None:
     """An attempt (or preview grade) no worker holds: grading past its lease (its worker died), or else the
-    oldest queued one once it has waited `queued_for` (its task may be lost). Two index lookups, however long
-    the queue."""
+    oldest queued one once it has waited `queued_for` (its task may be lost; None: only the former). Two
+    index lookups, however long the queue."""
     now = utcnow()
     with services.db.session() as session:
         expired = session.scalars(
             select(job.id).where(job.status == "grading", job.deadline < now).order_by(job.id).limit(1)
         ).first()
-        if expired is not None:
+        if expired is not None or queued_for is None:
             return expired
         oldest = session.execute(
             select(job.id, job.created_at).where(job.status == "queued").order_by(job.id).limit(1)

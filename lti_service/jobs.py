@@ -5,7 +5,9 @@ upload at once; the grade's score leaves from the same worker right after gradin
 what is left to do, so the queue may lose or repeat a task: every worker process also polls the database
 (WORKER_POLL) for what the queue does not carry (attempts whose task was lost, attempts whose worker died,
 grades due for a retry; the same for preview grades of links moving to a new version, and assignments
-uploaded in the browser) and does it itself. Doing anything twice is harmless.
+uploaded in the browser) and does it itself. Doing anything twice is harmless. While the process's queue
+consumer is running a task, the queue is busy and its waiting attempts are not lost: the poll then only
+takes over attempts whose worker died, so that one process grades one notebook at a time.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import datetime as dt
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from huey import Huey, RedisHuey, SqliteHuey
@@ -39,6 +42,8 @@ class Queue:
     """grade an attempt against the version its link is moving to (assignments/moves.py)"""
     build_assignment: TaskWrapper
     """build and store an assignment uploaded in the browser (assignments/builds.py)"""
+    running: Running
+    """the tasks this process's consumer is running"""
 
     def submit(self, task: TaskWrapper, row_id: int) -> None:
         """Enqueue, best effort: when the queue is down, a worker's poll finds the row in the database."""
@@ -50,7 +55,7 @@ class Queue:
     def run_worker(self, services: Services) -> None:
         """Huey's consumer with one worker thread (a grading worker process grades one notebook at a time:
         see cli._supervise_workers) and the database poll, until Ctrl-C or SIGTERM."""
-        poll = DatabasePoll(services)
+        poll = DatabasePoll(services, consumer_busy=self.running.__bool__)
         poll.start()
         # Idle workers poll SQLite (every 0.1 s at most); Redis hands tasks over as they come, so there the
         # waits only follow errors (Redis away): a few seconds apart rather than ten logged errors a second.
@@ -63,6 +68,20 @@ class Queue:
             consumer.run()
         finally:
             poll.stop()
+
+
+class Running:
+    """A count of the tasks a consumer is running, kept by huey's pre- and post-execute hooks."""
+
+    def __init__(self) -> None:
+        self._count, self._lock = 0, threading.Lock()
+
+    def __bool__(self) -> bool:
+        return self._count > 0
+
+    def add(self, change: int) -> None:
+        with self._lock:
+            self._count += change
 
 
 def build_queue(services: Services) -> Queue:
@@ -88,7 +107,10 @@ def build_queue(services: Services) -> Queue:
     def build_assignment(build_id: int) -> None:
         builds.run(services, build_id)
 
-    return Queue(huey, grade, send_score, grade_preview, build_assignment)
+    running = Running()
+    huey.pre_execute("count_running")(lambda task: running.add(1))
+    huey.post_execute("count_running")(lambda task, result, exception: running.add(-1))
+    return Queue(huey, grade, send_score, grade_preview, build_assignment, running)
 
 
 def grade_and_send(services: Services, attempt_id: int) -> None:
@@ -111,8 +133,8 @@ def send(services: Services, passback_id: int) -> None:
 class DatabasePoll:
     """A worker process's thread that does what the queue does not carry, found in the database."""
 
-    def __init__(self, services: Services) -> None:
-        self.services = services
+    def __init__(self, services: Services, consumer_busy: Callable[[], bool] = lambda: False) -> None:
+        self.services, self.consumer_busy = services, consumer_busy
         self.interval = services.config.worker_poll
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="database-poll", daemon=True)
@@ -143,20 +165,20 @@ class DatabasePoll:
         due = passback.due(self.services, DUE_BATCH)
         for row_id in due:
             send(self.services, row_id)
-        lost = dt.timedelta(seconds=2 * self.interval)
+        lost = None if self.consumer_busy() else dt.timedelta(seconds=2 * self.interval)
         attempt_id = grading.unclaimed(self.services, queued_for=lost)
         if attempt_id is not None:
             log.info("picking up attempt %s from the database", attempt_id)
             grade_and_send(self.services, attempt_id)
         return bool(due) or attempt_id is not None or self._assignment_work(lost)
 
-    def _assignment_work(self, lost: dt.timedelta) -> bool:
+    def _assignment_work(self, lost: dt.timedelta | None) -> bool:
         """A preview grade, or else an uploaded assignment, that no worker holds; True when there was one."""
         preview_id = grading.unclaimed(self.services, queued_for=lost, job=PreviewGrade)
         if preview_id is not None:
             moves.grade_preview(self.services, preview_id)
             return True
-        build_id = builds.unclaimed(self.services, queued_for=lost)
+        build_id = None if lost is None else builds.unclaimed(self.services, queued_for=lost)
         if build_id is not None:
             builds.run(self.services, build_id)
         return build_id is not None

@@ -314,6 +314,39 @@ def test_an_attempt_whose_worker_vanished_is_graded_by_the_database_poll(tmp_pat
         assert (row.status, row.score) == ("graded", 16.0)
 
 
+def test_a_busy_consumers_poll_only_takes_over_attempts_whose_worker_died(tmp_path, built_assignment):
+    """In a burst every queued attempt has waited long: it waits its turn in a busy queue rather than being
+    graded by the poll beside the consumer (two gradings in one process share its GIL). Once the consumer
+    is idle, the poll grades a long-queued attempt (its task may be lost)."""
+    services = Services.from_config(Config(data_dir=tmp_path))
+    platform = add_platform(services.db, "https://lms.example", "c1", ["d"], "a", "t", "j")
+    ids = {}
+    for user in ("queued", "orphaned"):
+        launch = Launch(platform_id=platform.id, context_id="c", resource_link_id="r", user_id=user, claims={})
+        ids[user] = create_attempt(services, launch, "decode.ipynb", notebook_bytes())[0].id
+    with services.db.session() as session:
+        session.get(Attempt, ids["queued"]).created_at = dt.datetime(2000, 1, 1)
+        orphaned = session.get(Attempt, ids["orphaned"])
+        orphaned.status, orphaned.deadline = "grading", dt.datetime(2000, 1, 1)
+    busy = DatabasePoll(services, consumer_busy=lambda: True)
+    assert busy.round() and not busy.round()
+    assert [attempt_status(services, ids[u]) for u in ("queued", "orphaned")] == ["queued", "graded"]
+    assert DatabasePoll(services, consumer_busy=lambda: False).round()
+    assert attempt_status(services, ids["queued"]) == "graded"
+
+
+def test_the_queue_knows_when_its_consumer_is_running_a_task(tmp_path):
+    queue = build_queue(Services.from_config(Config(data_dir=tmp_path)))
+
+    @queue.huey.task()
+    def probe() -> bool:
+        return bool(queue.running)
+
+    assert not queue.running
+    assert queue.huey.execute(probe.s()) is True
+    assert not queue.running
+
+
 def test_grades_the_old_policy_dropped_are_retried_after_the_upgrade(tmp_path):
     """The old policy marked a grade failed after 8 tries even when the platform had only been down; the
     upgrade makes those grades pending again, and leaves the ones the platform refused."""
