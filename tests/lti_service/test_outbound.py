@@ -10,8 +10,9 @@ nobody but as "HTTP 503", and its redirect to a third host (127.0.0.4) is not fo
 from __future__ import annotations
 
 import pytest
-from flask import Flask, redirect
+from flask import Flask, make_response, redirect, request
 
+from lti_service.lti.outbound import fetch, origin
 from tests.lti_service.conftest import notebook_bytes, start_lms
 from tests.lti_service.tool import RecordingServer, wait_for
 
@@ -87,3 +88,33 @@ def test_a_listed_service_origin_is_used_but_its_answers_stay_private(setup):
     assert "GET /nrps/decode-101/memberships" in school.requests and "GET /ags/" in " ".join(school.requests)
     assert elsewhere.requests == []
     assert SECRET not in lms.tool.log.read_text()
+
+
+class CookieJar(RecordingServer):
+    """Sets a cookie on every answer and notes each request's client port and Cookie header."""
+
+    def __init__(self, host: str) -> None:
+        self.seen: list[tuple[str, str | None]] = []
+        super().__init__(host)
+
+    def routes(self, app: Flask) -> None:
+        def answer(path: str):
+            self.seen.append((request.environ["REMOTE_PORT"], request.headers.get("Cookie")))
+            response = make_response("{}")
+            response.set_cookie("tracker", path)
+            return response
+
+        app.add_url_rule("/<path:path>", "any", answer, methods=["GET", "POST"])
+
+
+def test_requests_to_a_platform_share_one_connection_and_send_no_cookies():
+    """A class's scores cost one TLS handshake with the platform, not one each; what one answer sets as a
+    cookie is never sent back."""
+    platform = CookieJar("127.0.0.5")
+    try:
+        for path in ("token", "scores", "scores"):
+            assert fetch("post", f"{platform.url}/{path}", origins=[origin(platform.url)], timeout=5).status == 200
+        assert len({port for port, _ in platform.seen}) == 1
+        assert [cookie for _, cookie in platform.seen] == [None, None, None]
+    finally:
+        platform.stop()
