@@ -31,7 +31,7 @@ from lti_service.platforms import add_platform
 from lti_service.services import Services
 from tests.lti_service.classroom import Classroom
 from tests.lti_service.conftest import Lms, StudentPage, notebook_bytes, start_lms
-from tests.lti_service.tool import free_port, wait_for
+from tests.lti_service.tool import children, free_port, wait_for
 
 FAST_CLOCK = {"PASSBACK_BACKOFF": "0.05", "PASSBACK_MAX_BACKOFF": "0.2", "WORKER_POLL": "0.25"}
 UNREACHABLE = "http://127.0.0.1:9"  # nothing listens on the discard port: connections are refused
@@ -263,6 +263,17 @@ def test_a_killed_workers_attempt_is_graded_elsewhere_once(workers_apart):
             worker.wait(timeout=20)
     claims = [e for e in lms.tool.log_events() if e.get("event") == "grading" and e.get("attempt") == attempt_id]
     assert len(claims) == 2, claims  # the killed worker's, then one other worker's (renewed, never stolen)
+
+
+def test_worker_with_several_processes_supervises_them_and_stops_them_with_it(workers_apart):
+    supervisor = workers_apart.tool.start_worker(workers=2)
+    graders = wait_for(lambda: len(children(supervisor.pid)) == 2 and children(supervisor.pid))
+    os.kill(graders[0], signal.SIGKILL)
+    wait_for(lambda: len(children(supervisor.pid)) == 2 and graders[0] not in children(supervisor.pid))
+    graders = children(supervisor.pid)
+    supervisor.terminate()
+    supervisor.wait(timeout=30)
+    assert not [pid for pid in graders if Path(f"/proc/{pid}").exists()]
 
 
 def test_the_graded_status_and_the_outbox_row_are_one_transaction(tmp_path, built_assignment):

@@ -79,12 +79,12 @@ class ToolProcess:
 
     def worker_pids(self) -> list[int]:
         """The worker processes `serve` runs as its children."""
-        serve = self.processes[0].pid
-        return [int(pid) for pid in Path(f"/proc/{serve}/task/{serve}/children").read_text().split()]
+        return children(self.processes[0].pid)
 
-    def start_worker(self) -> subprocess.Popen:
-        """A separate worker process (the scale-out shape: web and workers apart)."""
-        return self._spawn("worker")
+    def start_worker(self, workers: int = 1) -> subprocess.Popen:
+        """`worker` apart from `serve` (the scale-out shape): one grading process, or a process supervising
+        `workers` of them."""
+        return self._spawn("worker", "--workers", str(workers))
 
     def stop(self) -> None:
         for process in self.processes:
@@ -191,6 +191,11 @@ class BrowserSession(requests.Session):
 
 def browser_session() -> requests.Session:
     return BrowserSession()
+
+
+def children(pid: int) -> list[int]:
+    """The processes started by `pid`'s main thread."""
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
 def wait_for(condition, timeout: float = 60, interval: float = 0.05):
