@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make run`: the tool on 127.0.0.1:5000 with a worker, and the local LTI platform on 127.0.0.2:5001
+# `make run`: the tool on 127.0.0.1:5000 with its grading workers, and the local LTI platform on 127.0.0.2:5001
 # registered with it (DYNAMIC=1: the platform registers the tool by LTI Dynamic Registration, through a
 # single-use invite, when you open its /register/start page). Ctrl-C stops both and leaves nothing running.
 set -euo pipefail
