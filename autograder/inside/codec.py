@@ -44,7 +44,7 @@ KINDS = "biufcmMUS"  # numpy dtype kinds sent as raw bytes (bool, ints, floats, 
 DTYPE = re.compile(r"^[<>|=][biufcmMUS]\d{1,6}(\[\d*[a-zA-Z]{1,2}\])?$")
 REF_KEYS = {"$ref", "type", "module", "kind", "truth", "name"}
 SCALARS = frozenset({type(None), bool, int, float, str})
-"""types that are their own node (exact types: a subclass of int is a reference)"""
+"""types that are their own node (exact types: a subclass of one travels as its base value, see _base_type)"""
 
 
 def _all_scalars(xs):
