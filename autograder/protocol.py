@@ -9,7 +9,6 @@ moment), and a failure kills the sandbox. Values are turned into objects by valu
 from __future__ import annotations
 
 import builtins
-import json
 import os
 import select
 import struct
@@ -17,6 +16,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from .inside import wire
 
 FRAME = struct.Struct(">II")
 MAX_JSON = 8 * 1024 * 1024
@@ -84,7 +85,7 @@ class Channel:
 
     # -- framing ---------------------------------------------------------------------
     def _send(self, msg: dict[str, Any], blobs: list[bytes], deadline: float) -> None:
-        data = json.dumps(msg, separators=(",", ":")).encode()
+        data = wire.dumps(msg)
         view = memoryview(b"".join([FRAME.pack(len(data), sum(len(b) for b in blobs)), data, *blobs]))
         while view:
             try:  # the pipe has room almost always: write first, wait (bounded) only when it is full
@@ -128,7 +129,7 @@ class Channel:
         del self._buffer[: FRAME.size]
         data, blob = self._take(json_len), memoryview(self._take(blob_len))
         try:
-            msg = json.loads(data)
+            msg = wire.loads(data)
         except (ValueError, RecursionError):
             raise self.fail(ProtocolError("the sandbox sent malformed data")) from None
         if not isinstance(msg, dict):

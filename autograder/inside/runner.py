@@ -15,23 +15,23 @@ it (`resume`), so hidden tests can later run against the state at the moment of 
 process never sees them.
 """
 
+import _signal as signal  # not `signal`, whose enums import `enum`: milliseconds of every sandbox's start
+import _struct as struct
 import builtins
 import gc
 import io
-import json
 import keyword
 import os
 import resource
-import signal
-import struct
 import sys
 import types
 
 from . import codec as codec_module
+from . import wire
 from .codec import Blobs, Decoder, Encoder
 
 _BUILTINS = {k: v for k, v in vars(builtins).items() if not k.startswith("__")}
-for _module in (sys.modules[__name__], codec_module, json, json.decoder, json.encoder, json.scanner):
+for _module in (sys.modules[__name__], codec_module, wire):
     vars(_module).update({k: v for k, v in _BUILTINS.items() if k not in vars(_module)})
 _fork, _pipe, _read, _write, _close, _waitpid, _exit = (
     os.fork,
@@ -42,7 +42,7 @@ _fork, _pipe, _read, _write, _close, _waitpid, _exit = (
     os.waitpid,
     os._exit,
 )
-_dumps, _loads = json.dumps, json.loads
+_dumps, _loads = wire.dumps, wire.loads
 
 FRAME = struct.Struct(">II")
 MAX_JSON = 8 * 1024 * 1024
@@ -162,7 +162,7 @@ class Channel:
 
     # -- framing -------------------------------------------------------------
     def send(self, msg, blobs=None):
-        data = _dumps(msg, separators=(",", ":")).encode()
+        data = _dumps(msg)
         if len(data) > MAX_JSON:
             raise TooLarge
         message = b"".join([FRAME.pack(len(data), blobs.size if blobs else 0), data, *(blobs.parts if blobs else ())])
@@ -572,7 +572,7 @@ def _add_site_dirs(directories):
 
 def main():
     read_fd, write_fd, memory, cpu, nproc, fsize = map(int, sys.argv[1:7])
-    _add_site_dirs(json.loads(sys.argv[7]))
+    _add_site_dirs(_loads(sys.argv[7]))
     _limit(resource.RLIMIT_AS, memory)
     _limit(resource.RLIMIT_CPU, cpu)
     _limit(resource.RLIMIT_NPROC, nproc)
