@@ -232,6 +232,8 @@ def lineitem(context_id: str, item_id: str) -> Response:
         item = _find_item(p, context_id, item_id)
         if isinstance(item, Response):
             return item
+        if request.method == "GET":
+            p.state.lineitem_reads += 1
         if request.method == "DELETE":
             del p.state.line_items[item_id]
             return Response(status=204)

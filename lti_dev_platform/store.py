@@ -161,6 +161,7 @@ class PlatformState:
             self.scores: dict[tuple[str, str], Score] = {}
             self.score_log: list[dict[str, t.Any]] = []
             self.token_requests = 0
+            self.lineitem_reads = 0  # GETs of one line item (the tool reads its scoreMaximum)
             self.seen_jti: dict[str, float] = {}
             self.fail_scores = {"count": 0, "status": 500}
             self.outage: dict[str, t.Any] | None = None  # while set, service endpoints fail (see test_hooks)
@@ -276,6 +277,7 @@ class PlatformState:
                     "dynamic": tool.dynamic,
                 },
                 "token_requests": self.token_requests,
+                "lineitem_reads": self.lineitem_reads,
                 "scores": [asdict(s) for s in self.scores.values()],
                 "score_log": list(self.score_log),
                 "line_items": [asdict(i) for i in self.line_items.values()],

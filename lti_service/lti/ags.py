@@ -26,6 +26,7 @@ SCORE_CONTENT_TYPE = "application/vnd.ims.lis.v1.score+json"
 LINEITEM_CONTENT_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
 LINEITEMS_CONTENT_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
 TOKEN_MARGIN = 30  # seconds before expiry at which a cached token is no longer used
+MAXIMUM_REUSED_FOR = 60  # seconds a line item's scoreMaximum, once read, serves the next scores of the column
 RETRYABLE_4XX = (401, 408, 409, 429)  # any other 4xx says the request itself is wrong: retrying cannot help
 
 
@@ -62,6 +63,7 @@ class AgsClient:
     def __init__(self, keys: KeyStore, timeout: float) -> None:
         self.keys, self.timeout = keys, timeout
         self._tokens: dict[tuple[str, str, str], _Token] = {}
+        self._maximums: dict[tuple[str, str], tuple[float, float | None]] = {}  # -> (read at, maximum)
         self._lock = threading.Lock()
 
     def access_token(self, platform: Platform, scopes: list[str]) -> str:
@@ -109,16 +111,24 @@ class AgsClient:
         return _Token(body["access_token"], time.time() + (expires_in if isinstance(expires_in, int) else 3600))
 
     def lineitem_maximum(self, platform: Platform, lineitem_url: str) -> float | None:
-        """The line item's scoreMaximum, read from the platform (None when it cannot say)."""
+        """The line item's scoreMaximum (None when the platform cannot say), read again once it is
+        MAXIMUM_REUSED_FOR old: a class's scores at a deadline cost one read, not one each, and a maximum
+        changed in the LMS is followed within a minute (each score also says the maximum it is out of)."""
+        key = (platform.issuer, lineitem_url)
+        read_at, maximum = self._maximums.get(key, (-MAXIMUM_REUSED_FOR, None))
+        if time.monotonic() - read_at < MAXIMUM_REUSED_FOR:
+            return maximum
         token = self.access_token(platform, [LINEITEM_READ_SCOPE, SCORE_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.ims.lis.v2.lineitem+json"}
         try:
-            maximum = self._service_call(platform, "get", lineitem_url, headers=headers).get("scoreMaximum")
+            found = self._service_call(platform, "get", lineitem_url, headers=headers).get("scoreMaximum")
         except AgsError as error:
             if error.retryable:
                 raise  # the platform is unwell now: a guessed maximum could post a wrong score
-            return None
-        return float(maximum) if isinstance(maximum, int | float) and maximum > 0 else None
+            found = None
+        maximum = float(found) if isinstance(found, int | float) and found > 0 else None
+        self._maximums[key] = (time.monotonic(), maximum)
+        return maximum
 
     def link_lineitems(self, platform: Platform, lineitems_url: str, resource_link_id: str) -> list[dict]:
         """The line items the platform holds for a resource link."""
