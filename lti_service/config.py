@@ -62,6 +62,9 @@ class Config:
     warm_sandboxes: int = field(default_factory=lambda: int(_env("WARM_SANDBOXES", "2")))
     """WARM_SANDBOXES: sandboxes a worker process keeps started ahead for each of the assignments it graded
     last (its grading threads, usually; 0: each grading starts its own)"""
+    pin_workers: bool = field(default_factory=lambda: _env("PIN_WORKERS", "1") == "1")
+    """PIN_WORKERS=0: worker processes run on any CPU; by default each supervised worker process and its
+    sandboxes keep to one CPU of their own while there are as many CPUs as workers"""
     passback_backoff: float = field(default_factory=lambda: float(_env("PASSBACK_BACKOFF", "2")))
     """PASSBACK_BACKOFF: seconds before the first retry of a score; doubles each time"""
     passback_max_backoff: float = field(default_factory=lambda: float(_env("PASSBACK_MAX_BACKOFF", "300")))

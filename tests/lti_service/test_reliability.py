@@ -29,6 +29,7 @@ from lti_service.lti.ags import SCORE_SCOPE
 from lti_service.migrate import alembic_config, upgrade
 from lti_service.platforms import add_platform
 from lti_service.services import Services
+from tests.autograder.host import sandbox_processes_under
 from tests.lti_service.classroom import Classroom
 from tests.lti_service.conftest import Lms, StudentPage, notebook_bytes, start_lms
 from tests.lti_service.tool import children, free_port, wait_for
@@ -180,10 +181,18 @@ def test_a_class_worth_of_idle_connections_locks_nobody_out_and_grading_goes_on(
             connection.close()
 
 
+def cpus_of(pid: int) -> list[int]:
+    """The CPUs any thread of the process may run on."""
+    return sorted(set().union(*(os.sched_getaffinity(int(t)) for t in os.listdir(f"/proc/{pid}/task"))))
+
+
 def test_serve_runs_worker_processes_and_starts_them_again_when_they_die(fast_lms):
-    """Two grading processes by default (not threads of one: they would share one GIL)."""
+    """Two grading processes by default (not threads of one: they would share one GIL), each on a CPU of its
+    own (this machine has two), which a worker started again gets back, and its sandboxes keep to."""
+    own_cpus = [[cpu] for cpu in sorted(os.sched_getaffinity(0))[:2]]
     killed = fast_lms.tool.worker_pids()
     assert len(killed) == 2
+    assert wait_for(lambda: sorted(map(cpus_of, killed)) == own_cpus)  # once each has started
     for worker in killed:
         os.kill(worker, signal.SIGKILL)
 
@@ -195,6 +204,10 @@ def test_serve_runs_worker_processes_and_starts_them_again_when_they_die(fast_lm
     page = fast_lms.open("student-grace", "worker-restarted")
     page.upload(notebook_bytes())
     assert page.wait_graded(1)[0]["score"] == 16.0
+    workers = fast_lms.tool.worker_pids()
+    assert wait_for(lambda: sorted(map(cpus_of, workers)) == own_cpus)
+    grader = wait_for(lambda: [w for w in workers if len(sandbox_processes_under(w)) == 2])[0]
+    assert all(cpus_of(sandbox) == cpus_of(grader) for sandbox in sandbox_processes_under(grader))
 
 
 def test_an_upload_saved_while_the_queue_is_down_is_graded(tmp_path, built_assignment):
