@@ -34,7 +34,7 @@ format: $(INSTALLED)
 # Python packages live in .venv; reinstalled when pyproject.toml changes. The checkout is put on the path
 # by a plain .pth line (editable_mode=compat: no import hook to load at every start).
 $(INSTALLED): pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || (rm -rf $(VENV) && python3 -m venv $(VENV))
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]" --config-settings editable_mode=compat
 	@touch $@

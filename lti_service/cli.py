@@ -4,6 +4,7 @@ add/list/show/update/remove (assignments/cli.py), keys rotate/list/remove, db up
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import logging
 import os
@@ -229,7 +230,8 @@ def run_worker(services: Services, workers: int, parent: int | None = None, cpu:
             return 0
     if cpu is not None:  # every thread so far; those started later, and the sandboxes, inherit it
         for thread in os.listdir("/proc/self/task"):
-            os.sched_setaffinity(int(thread), {cpu})
+            with contextlib.suppress(ProcessLookupError):  # a thread that has just ended
+                os.sched_setaffinity(int(thread), {cpu})
     build_queue(services).run_worker(services)
     return 0
 
