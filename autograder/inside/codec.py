@@ -39,14 +39,15 @@ MAX_NODES = 2_000_000
 MAX_ITEMSIZE = 1 << 16
 MAX_NDIM = 32
 KINDS = "biufcmMUS"  # numpy dtype kinds sent as raw bytes (bool, ints, floats, complex, times, str, bytes)
-_DTYPE = []  # the pattern, compiled on first use: `re` is not imported at a sandbox's start
+_dtype_pattern = None  # compiled on first use: `re` is not imported at a sandbox's start
 
 
 def _is_dtype(text):
     """Whether text is a numpy dtype string sent as raw bytes ('<f8', '|S16', '<M8[ns]')."""
-    if not _DTYPE:
-        _DTYPE.append(__import__("re").compile(r"[<>|=][biufcmMUS]\d{1,6}(\[\d*[a-zA-Z]{1,2}\])?"))
-    return _DTYPE[0].fullmatch(text) is not None
+    global _dtype_pattern
+    if _dtype_pattern is None:
+        _dtype_pattern = __import__("re").compile(r"[<>|=][biufcmMUS]\d{1,6}(\[\d*[a-zA-Z]{1,2}\])?")
+    return _dtype_pattern.fullmatch(text) is not None
 
 
 REF_KEYS = {"$ref", "type", "module", "kind", "truth", "name"}
