@@ -118,12 +118,15 @@ def _bwrap_argv(bwrap: str, inputs: str, uid: int, scratch_mb: int) -> list[str]
         "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
         "--symlink", "usr/bin", "/bin", "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
         "--proc", "/proc", "--dev", "/dev",
+        # the scratch tmpfs before Python: an installation under /tmp (a checkout's .venv) is bound over it,
+        # not hidden by it
+        "--perms", "1777", "--size", str(scratch_mb * 1024 * 1024), "--tmpfs", WORK,
     ]  # fmt: skip
     for folder in parents:
         argv += ["--perms", "0755", "--dir", folder]
     for root in python_roots:
         argv += ["--ro-bind", root, root]
-    argv += ["--ro-bind", inputs, INPUT, "--perms", "1777", "--size", str(scratch_mb * 1024 * 1024), "--tmpfs", WORK]
+    argv += ["--ro-bind", inputs, INPUT]
     argv += ["--chdir", WORK, "--", "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
     return [*argv, "--inh-caps=-all", "--bounding-set=-all", "--", "/bin/sh", "-c", WRAPPER, "sh"]
 

@@ -3,12 +3,16 @@ notebooks are untrusted, so the build sees its inputs and a scratch directory an
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from autograder.options import Limits
+from lti_service.assignments import confined
 from lti_service.assignments.confined import ConfinedLimits, ConfinementError, run_confined
 from tests.autograder.host import sandbox_processes
 
@@ -67,3 +71,16 @@ def test_a_build_is_stopped_at_its_limits_and_leaves_nothing_running():
     assert sandbox_processes() == []
     with pytest.raises(ValueError, match="not a relative path"):
         run_confined(["true"], {"../escape.txt": b"x"})
+
+
+def test_a_python_installation_under_tmp_is_not_hidden_by_the_scratch_directory(monkeypatch):
+    """A checkout (and its .venv) may live under /tmp, where the build's scratch tmpfs is mounted too."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as site:
+        os.chmod(site, 0o755)
+        (Path(site) / "decode_probe_module.py").write_text("VALUE = 'found'\n")
+        monkeypatch.setattr(confined, "SITE_DIRS", [*confined.SITE_DIRS, site])
+        probe = (
+            f"import sys; sys.path.insert(0, {site!r}); import decode_probe_module; print(decode_probe_module.VALUE)"
+        )
+        run = run_confined([sys.executable, "-c", probe], {})
+    assert (run.status, run.log.strip()) == (0, "found"), run.log
