@@ -163,8 +163,9 @@ class OtterRun:
     """
 
     # Two kernels starting at once can race for the same ports (jupyter_client picks free ports, then
-    # binds them later); the loser dies before answering. Such a run is started again, once.
-    STARTUP_RACE = "Kernel died before replying to kernel_info"
+    # binds them later); the loser dies before answering, or never answers (seen in a fresh clone's
+    # `make test`). Such a run, which failed before the notebook's first cell, is started again, once.
+    STARTUP_RACE = ("Kernel died before replying to kernel_info", "Kernel didn't respond in")
 
     def __init__(
         self,
@@ -197,7 +198,7 @@ class OtterRun:
     def scores(self, timeout: float = 300) -> dict[str, float]:
         """Per-question scores from results.json, once the run has finished."""
         stderr = self._wait(timeout)
-        if self.process.returncode != 0 and self.STARTUP_RACE in stderr.decode():
+        if self.process.returncode != 0 and any(message in stderr.decode() for message in self.STARTUP_RACE):
             self.process = self._start()
             stderr = self._wait(timeout)
         if self.process.returncode != 0:
