@@ -10,9 +10,12 @@ custom __eq__ or __bool__ can never take part in a trusted comparison.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
+
+from .inside.codec import sent_as_data
 
 if TYPE_CHECKING:
     from .values import Values
@@ -93,13 +96,10 @@ class StudentObject:
 
     @property
     def __class__(self) -> type:
-        """The grader's own class of the same name when its module is imported here (so that
-        isinstance(table, Table) holds as it would under `otter run`), else StudentObject."""
-        module = sys.modules.get(self._module)
-        found: Any = module
-        for part in self._type.split("."):
-            found = getattr(found, part, None)
-        return found if isinstance(found, type) else type(self)
+        """The grader's own class of the same name when its module is imported here and it is a class held
+        by reference (so that isinstance(table, Table) holds as it would under `otter run`), else
+        StudentObject."""
+        return _claimed_class(self._module, self._type) or type(self)
 
 
 class Unsendable:
@@ -151,6 +151,19 @@ class StudentIterator(StudentObject):
 
     def __next__(self) -> Any:
         return self._remote("next")
+
+
+def _claimed_class(module: str, qualname: str) -> type | None:
+    """The class a reference claims, where that class really is held by reference: never one whose values
+    travel as data (a reference claiming float or DataFrame lies, and would pass isinstance checks), nor a
+    metaclass (`type`), nor an abstract class (never an object's own class: numbers.Real, Sequence).
+    Looked up in the namespaces themselves, so no module __getattr__ (a lazy import) runs."""
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, "__dict__", {}).get(part)
+    if not isinstance(found, type) or issubclass(found, type) or inspect.isabstract(found) or sent_as_data(found):
+        return None
+    return found
 
 
 def _checked(value: Any, kind: type, what: str) -> Any:

@@ -239,22 +239,45 @@ class _ThreadOutput(io.TextIOBase):
 _OUTPUT = _ThreadOutput()
 
 
-PRINT_OPTIONS = {
-    "precision": int, "threshold": int, "edgeitems": int, "linewidth": int, "suppress": bool, "nanstr": str,
-    "infstr": str, "sign": str, "floatmode": str, "legacy": (str, bool), "override_repr": type(None),
-}  # fmt: skip
+def _between(low: int, high: int) -> Callable[[Any], int | None]:
+    return lambda v: int(min(max(v, low), high)) if type(v) in (int, float) and v == v else None
+
+
+def _one_of(*allowed: Any) -> Callable[[Any], Any]:
+    return lambda v: v if type(v) in (str, bool) and v in allowed else None
+
+
+PRINT_OPTIONS: dict[str, Callable[[Any], Any]] = {
+    "threshold": _between(0, 1000),  # numpy's defaults at most: the student's choice cannot make printing
+    "edgeitems": _between(0, 3),  # cost more than numpy's own (summarising a long axis to 2*edgeitems)
+    "precision": _between(0, 32),
+    "linewidth": _between(1, 100_000),
+    "suppress": _one_of(True, False),
+    "nanstr": lambda v: v if type(v) is str and len(v) <= 16 else None,
+    "infstr": lambda v: v if type(v) is str and len(v) <= 16 else None,
+    "sign": _one_of("-", "+", " "),
+    "floatmode": _one_of("fixed", "unique", "maxprec", "maxprec_equal"),
+    "legacy": _one_of("1.13", "1.21", "1.25", "2.1", "2.2", False),  # datascience sets '1.13'
+}
+"""The student's numpy print options that apply here, each bounded (None: not applied)."""
 
 
 @contextmanager
 def printoptions(options: Any) -> Iterator[None]:
     """numpy's print options of the student's process, for doctests that print arrays here (a library
     import such as datascience changes them, and Otter compares the printed text). Thread-safe: numpy
-    keeps print options in a context variable."""
+    keeps print options in a context variable.
+
+    Bounded (PRINT_OPTIONS): a student's threshold=sys.maxsize would make the grader print a 150,000-float
+    answer in full (67 s). What stays is what numpy's defaults cost: an array of many short axes (2 to 6
+    long) is printed in full whatever the options, so its printing is bounded only by its size, which the
+    message limits (64 MB), and by the time limits of the process running the tests."""
     if not isinstance(options, dict) or not options:
         yield
         return
     numpy = importlib.import_module("numpy")
-    chosen = {k: v for k, v in options.items() if k in PRINT_OPTIONS and isinstance(v, PRINT_OPTIONS[k])}
+    bounded = {k: check(options.get(k)) for k, check in PRINT_OPTIONS.items()}
+    chosen = {k: v for k, v in bounded.items() if v is not None}
     try:
         context = numpy.printoptions(**chosen)
         context.__enter__()

@@ -3,7 +3,12 @@
 Shared by the sandbox (encoding student values, decoding the grader's) and the grader (encoding its
 values, decoding the sandbox's). Decoding is strict: every node is checked, and sizes, counts, depth and
 itemsizes are checked BEFORE anything is allocated, so a hostile sandbox can make the grader allocate no
-more than the (capped) message it sent.
+more than the (capped) message it sent. What a message decodes to is bounded too, not only the message: every
+decoded piece counts against one budget per message (bytes for raw data, however often a blob is referenced;
+elements for nodes, object-array items, the length of a range...), and no value is built in a way whose cost
+the sender can make quadratic (a set whose elements all share one hash) or that makes an ordinary use of it
+unbounded (a range of 10**12, int() of Decimal('1e999999999')). A value the decoder would refuse on its
+own the encoder does not send (it becomes {"$unsendable"}); only a message's total can exceed the budget.
 
 A message is a JSON document plus one area of raw bytes; {"$b": [offset, length]} points into it.
 A subclass of a data type (of int, list, DataFrame...) travels as its base type's data, read with the base
@@ -35,7 +40,12 @@ MAX_DEPTH = 64
 MAX_ITEMS = 1_000_000
 """elements of one container sent as data; a larger container is sent as a reference"""
 MAX_NODES = 2_000_000
-"""nodes a decoder accepts in one message"""
+"""elements a decoder accepts in one message: nodes, and the elements a range or empty array stands for"""
+MAX_SHARED_HASH = 64
+"""elements of a set, or keys of a dict, that may share one hash value: building it compares each with all the
+others of its hash, so more would let a sender make it quadratic (60,000 ints that all hash to 0: 14 s)"""
+MAX_EXPONENT = 4300
+"""of a Decimal: as many digits as an int may have (int() of Decimal('1e2000000') takes a minute)"""
 MAX_ITEMSIZE = 1 << 16
 MAX_NDIM = 32
 KINDS = "biufcmMUS"  # numpy dtype kinds sent as raw bytes (bool, ints, floats, complex, times, str, bytes)
@@ -57,6 +67,31 @@ SCALARS = frozenset({type(None), bool, int, float, str})
 
 def _all_scalars(xs):
     return all(map(SCALARS.__contains__, map(type, xs)))
+
+
+_HASH_SPREAD = frozenset({type(None), bool, str, bytes})
+"""types whose hash values never pile up: str and bytes hashes are randomised per process"""
+_HASH_MODULUS = sys.hash_info.modulus
+
+
+def _crowded(xs):
+    """Whether more than MAX_SHARED_HASH distinct elements of xs share one hash value (TypeError when one is
+    unhashable), found in linear time. Strings, and ints below 2**61-1 (whose hash is their value), never pile
+    up; otherwise the hash values are counted, in a table whose own hashes cannot pile up (an int's hash is
+    itself modulo 2**61-1: at most 8 hash values share one). An object that recurs counts once: a message's
+    NaNs decode to one float object, where the sandbox's set held many."""
+    types = set(map(type, xs))
+    if types <= _HASH_SPREAD | {int}:
+        ints = xs if types == {int} else [x for x in xs if type(x) is int]
+        if not ints or (-_HASH_MODULUS < min(ints) and max(ints) < _HASH_MODULUS):
+            return False
+    hashes = list(map(hash, xs))
+    if len(set(hashes)) == len(hashes):
+        return False
+    counts = {}
+    for h in {id(x): h for x, h in zip(xs, hashes, strict=True)}.values():  # a recurring object counts once
+        counts[h] = counts.get(h, 0) + 1
+    return max(counts.values()) > MAX_SHARED_HASH
 
 
 class TooLarge(Exception):
@@ -127,10 +162,34 @@ class Encoder:
         return [self.encode(v, blobs, depth) for v in xs]
 
 
+def _hashed(xs):
+    """The elements of a set or the keys of a dict, which the decoder refuses when too many share a hash."""
+    if _crowded(xs):
+        raise TooLarge
+    return xs
+
+
 def _encode_dict(encoder, x, blobs, depth):
     if len(x) > MAX_ITEMS:
         raise TooLarge
+    _hashed(x.keys())
     return {"$dict": [[encoder.encode(k, blobs, depth), encoder.encode(v, blobs, depth)] for k, v in x.items()]}
+
+
+def _encode_range(encoder, x, blobs, depth):
+    if len(x) > MAX_ITEMS:  # as a list of that length would be
+        raise TooLarge
+    return {"$range": [x.start, x.stop, x.step]}
+
+
+def _encode_decimal(encoder, x, blobs, depth):
+    if not _small_exponent(x):
+        raise TooLarge
+    return {"$decimal": str(x)}
+
+
+def _small_exponent(decimal):
+    return not decimal.is_finite() or abs(decimal.as_tuple().exponent) <= MAX_EXPONENT
 
 
 def _encode_datetime(tag):
@@ -141,12 +200,12 @@ _ENCODERS = {
     **dict.fromkeys(SCALARS, lambda e, x, b, d: x),  # for subclasses, which _base_type makes plain first
     list: lambda e, x, b, d: e.items(x, b, d),
     tuple: lambda e, x, b, d: {"$tuple": e.items(x, b, d)},
-    set: lambda e, x, b, d: {"$set": e.items(x, b, d)},
-    frozenset: lambda e, x, b, d: {"$frozenset": e.items(x, b, d)},
+    set: lambda e, x, b, d: {"$set": e.items(_hashed(x), b, d)},
+    frozenset: lambda e, x, b, d: {"$frozenset": e.items(_hashed(x), b, d)},
     dict: _encode_dict,
     bytes: lambda e, x, b, d: {"$bytes": b.add(x)},
     complex: lambda e, x, b, d: {"$complex": [x.real, x.imag]},
-    range: lambda e, x, b, d: {"$range": [x.start, x.stop, x.step]},
+    range: _encode_range,
 }
 # Types of modules imported only when used (a value of such a type means its module is imported).
 _STDLIB_ENCODERS = {
@@ -154,7 +213,7 @@ _STDLIB_ENCODERS = {
     ("datetime", "datetime"): _encode_datetime("$datetime"),
     ("datetime", "time"): _encode_datetime("$time"),
     ("datetime", "timedelta"): lambda e, x, b, d: {"$timedelta": [x.days, x.seconds, x.microseconds]},
-    ("decimal", "Decimal"): lambda e, x, b, d: {"$decimal": str(x)},
+    ("decimal", "Decimal"): _encode_decimal,
     ("fractions", "Fraction"): lambda e, x, b, d: {"$fraction": [x.numerator, x.denominator]},
 }
 
@@ -191,6 +250,28 @@ _BASE_TYPES = (
 )
 
 
+_DATA_TYPES = (type(None), bool, int, float, str, bytes, complex, range, list, tuple, set, frozenset, dict)
+_LIBRARY_DATA_TYPES = (
+    ("numbers", "Number"), ("datetime", "date"), ("datetime", "time"), ("datetime", "timedelta"),
+    ("decimal", "Decimal"), ("fractions", "Fraction"), ("numpy", "ndarray"), ("numpy", "generic"),
+    ("pandas", "DataFrame"), ("pandas", "Series"), ("pandas", "Index"),
+)  # fmt: skip
+
+
+def sent_as_data(cls):
+    """Whether values of cls travel as data (or as {"$unsendable"}), never as a reference: the class or one
+    of its bases is a data type (numbers.Number counts every class registered with it). A reference that
+    claims such a class lies."""
+    if issubclass(cls, _DATA_TYPES):
+        return True
+    for module, name in _LIBRARY_DATA_TYPES:
+        base = getattr(sys.modules.get(module), name, None)
+        if base is not None and issubclass(cls, base):
+            return True
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and issubclass(cls, type(pandas.NA))  # Timestamp, Timedelta, NaT: datetime's
+
+
 def _library_encoder(t):
     """Encoders for types of other modules, looked up only when that module is already imported."""
     module = getattr(t, "__module__", "") or ""
@@ -217,6 +298,8 @@ def _library_encoder(t):
 
 
 def _encode_array(encoder, x, blobs, depth):
+    if x.size == 0 and _empty_extent(x.shape) > MAX_ITEMS:
+        raise TooLarge
     if x.dtype.kind == "O":
         if x.size > MAX_ITEMS:
             raise TooLarge
@@ -227,6 +310,11 @@ def _encode_array(encoder, x, blobs, depth):
     numpy = sys.modules["numpy"]
     data = numpy.ascontiguousarray(x).reshape(-1).view(numpy.uint8)
     return {"$nd": {"dtype": x.dtype.str, "shape": list(x.shape), "data": blobs.add(data)}}
+
+
+def _empty_extent(shape):
+    """What an empty array stands for: iterating one of shape (10**18, 0) yields 10**18 empty rows."""
+    return math.prod(n for n in shape if n)
 
 
 def _encode_numpy_scalar(encoder, x, blobs, depth):
@@ -272,21 +360,25 @@ def _encode_frame(encoder, x, blobs, depth):
         raise TooLarge
     data = [_encode_values(encoder, x._ixs(i, axis=1)._values, blobs, depth) for i in range(len(x.columns))]
     return {"$frame": {"columns": _encode_index(encoder, x.columns, blobs, depth), "data": data,
-                       "index": _encode_index(encoder, x.index, blobs, depth)}}  # fmt: skip
+                       "index": _encode_index(encoder, x.index, blobs, depth, of_data=bool(data))}}  # fmt: skip
 
 
 def _encode_series(encoder, x, blobs, depth):
     if x.attrs:
         raise TooLarge
     return {"$series": {"data": _encode_values(encoder, x._values, blobs, depth),
-                        "index": _encode_index(encoder, x.index, blobs, depth),
+                        "index": _encode_index(encoder, x.index, blobs, depth, of_data=True),
                         "name": _label(encoder, x.name, blobs, depth)}}  # fmt: skip
 
 
-def _encode_index(encoder, x, blobs, depth):
+def _encode_index(encoder, x, blobs, depth, of_data=False):
+    """of_data: x indexes data of its own length (a Series' or a DataFrame's rows), which bounds a RangeIndex;
+    any other RangeIndex is limited as a range is."""
     pandas = sys.modules["pandas"]
     t = type(x)
     if t is pandas.RangeIndex:
+        if not of_data and len(x) > MAX_ITEMS:
+            raise TooLarge
         return {"$index": {"range": [x.start, x.stop, x.step], "name": _label(encoder, x.name, blobs, depth)}}
     if t is pandas.MultiIndex:
         return {"$index": {"levels": [_encode_index(encoder, level, blobs, depth) for level in x.levels],
@@ -328,7 +420,7 @@ def _encode_values(encoder, array, blobs, depth):
                              "mask": _encode_array(encoder, array._mask, blobs, depth)}}  # fmt: skip
     if t is arrays.StringArray and array.dtype.storage == "python":
         items = [None if v is pandas.NA else v for v in numpy.asarray(array, dtype=object).tolist()]
-        if not all(type(v) in (str, type(None)) for v in items):
+        if len(items) > MAX_ITEMS or not all(type(v) in (str, type(None)) for v in items):
             raise TooLarge
         return {"$pdarray": {"kind": "StringArray", "items": items}}
     raise TooLarge
@@ -340,29 +432,31 @@ def _encode_values(encoder, array, blobs, depth):
 class Decoder:
     """Nodes of one message back into values, checking everything; `Malformed` on anything unexpected.
 
+    One decoder per message: what it decodes counts against the message's budget (`charge`), max_nodes
+    elements and max_bytes of raw data (a blob referenced twice counts twice).
     Hooks: on_ref(node) for references, on_grader(tag, body) for the grader's functions and iterators (only
-    the sandbox
-    accepts them), on_module(name) for modules.
+    the sandbox accepts them), on_module(name) for modules.
     """
 
-    def __init__(self, blob, on_ref, on_module, on_grader=None, max_nodes=MAX_NODES):
+    def __init__(self, blob, on_ref, on_module, on_grader=None, max_nodes=MAX_NODES, max_bytes=MAX_BLOBS):
         self.blob, self.on_ref, self.on_module, self.on_grader = blob, on_ref, on_module, on_grader
-        self.nodes, self.max_nodes = 0, max_nodes
+        self.nodes, self.max_nodes, self.nbytes, self.max_bytes = 0, max_nodes, 0, max_bytes
+
+    def charge(self, elements=0, nbytes=0):
+        self.nodes += elements
+        self.nbytes += nbytes
+        if self.nodes > self.max_nodes or self.nbytes > self.max_bytes:
+            raise Malformed("value too large")
 
     def value(self, node, depth=0):
-        self.nodes += 1
-        if self.nodes > self.max_nodes or depth > MAX_DEPTH:
-            raise Malformed("value too large or nested too deeply")
+        self.charge(1)
+        if depth > MAX_DEPTH:
+            raise Malformed("value nested too deeply")
         t = type(node)
         if t in SCALARS:
             return node
         if t is list:
-            if depth < MAX_DEPTH and _all_scalars(node):  # as the loop below would, without a call per element
-                self.nodes += len(node)
-                if self.nodes > self.max_nodes:
-                    raise Malformed("value too large or nested too deeply")
-                return list(node)
-            return [self.value(v, depth + 1) for v in node]
+            return self.values(node, depth + 1)
         if t is not dict or not node:
             raise Malformed("unexpected node")
         tag = next(iter(node))
@@ -377,13 +471,25 @@ class Decoder:
         return _DECODERS[tag](self, node[tag], depth + 1)
 
     def values(self, body, depth):
-        return [self.value(v, depth) for v in _list(body)]
+        """The elements of a JSON array, at `depth`."""
+        items = _list(body)
+        if depth <= MAX_DEPTH and _all_scalars(items):  # as the loop below would, without a call for each
+            self.charge(len(items))
+            return list(items)
+        return [self.value(v, depth) for v in items]
 
     def bytes(self, node):
         offset, length = _ints(_field(node, "$b"), 2)
         if offset < 0 or length < 0 or offset + length > len(self.blob):
             raise Malformed("blob out of range")
+        self.charge(nbytes=length)
         return self.blob[offset : offset + length]
+
+    def items(self, length):
+        """Charge what a range or an empty array stands for, limited as a list's length is."""
+        if length > MAX_ITEMS:
+            raise Malformed("too many elements")
+        self.charge(length)
 
 
 def _list(x, length=None):
@@ -416,20 +522,23 @@ def _make(cls, *args):
 
 def _decode_dict(d, body, depth):
     pairs = [_list(pair, 2) for pair in _list(body)]
-    try:
-        return {d.value(k, depth): d.value(v, depth) for k, v in pairs}
-    except TypeError:
-        raise Malformed("unhashable key") from None
+    keys, values = [d.value(k, depth) for k, _ in pairs], [d.value(v, depth) for _, v in pairs]
+    return dict(zip(_hashable(keys), values, strict=True))
 
 
 def _decode_set(cls):
-    def decode(d, body, depth):
-        try:
-            return cls(d.values(body, depth))
-        except TypeError:
-            raise Malformed("unhashable set element") from None
+    return lambda d, body, depth: cls(_hashable(d.values(body, depth)))
 
-    return decode
+
+def _hashable(xs):
+    """xs, checked to make a set or dict keys in linear time."""
+    try:
+        crowded = _crowded(xs)
+    except TypeError:
+        raise Malformed("unhashable set element or key") from None
+    if crowded:
+        raise Malformed("too many set elements or keys share a hash")
+    return xs
 
 
 def _numbers(body, length):
@@ -455,7 +564,16 @@ def _module(name):
 def _decode_decimal(d, body, depth):
     if type(body) is not str or len(body) > 1000:
         raise Malformed("bad decimal")
-    return _make(_module("decimal").Decimal, body)
+    decimal = _make(_module("decimal").Decimal, body)
+    if not _small_exponent(decimal):
+        raise Malformed("decimal exponent too large")
+    return decimal
+
+
+def _decode_range(d, body, depth):
+    r = _make(range, *_ints(body, 3))
+    d.items(_make(len, r))
+    return r
 
 
 def _dtype(text):
@@ -463,7 +581,7 @@ def _dtype(text):
     if type(text) is not str or not _is_dtype(text):
         raise Malformed("bad dtype")
     dtype = numpy.dtype(text)
-    if dtype.itemsize > MAX_ITEMSIZE or dtype.kind not in KINDS:
+    if not 0 < dtype.itemsize <= MAX_ITEMSIZE or dtype.kind not in KINDS:
         raise Malformed("bad dtype")
     return dtype
 
@@ -474,6 +592,8 @@ def _decode_array(d, body, depth):
     if len(shape) > MAX_NDIM or any(n < 0 for n in shape):
         raise Malformed("bad shape")
     count = math.prod(shape)
+    if count == 0:
+        d.items(_empty_extent(shape))
     if _field(body, "dtype") == "|O":
         items = _list(_field(body, "items"))
         if len(items) != count or count > MAX_ITEMS:
@@ -517,13 +637,17 @@ def _pandas():
     return _module("pandas")
 
 
-def _decode_index(d, body, depth):
+def _decode_index(d, body, depth, of_data=False):
+    """of_data: the index of a Series or DataFrame, whose data of the same length bounds a RangeIndex."""
     pandas = _pandas()
     name = d.value(body.get("name"), depth) if type(body) is dict else None
     if type(body) is dict and "range" in body:
-        return _make(pandas.RangeIndex, *_ints(body["range"], 3)).rename(name)
+        index = _make(pandas.RangeIndex, *_ints(body["range"], 3))
+        if not of_data:
+            d.items(_make(len, index))
+        return _make(index.rename, name)
     if type(body) is dict and "levels" in body:
-        levels = [_index_node(d, level, depth) for level in _list(body["levels"])]
+        levels = [_unique(_index_node(d, level, depth)) for level in _list(body["levels"])]
         codes = [_array_node(d, c, depth) for c in _list(body["codes"])]
         names = d.values(body.get("names", []), depth)
         if not (len(levels) == len(codes) == len(names)) or not levels:
@@ -538,8 +662,35 @@ def _decode_index(d, body, depth):
         raise Malformed("bad Index") from None
 
 
-def _index_node(d, node, depth):
-    return _decode_index(d, _field(node, "$index"), depth + 1)
+def _index_node(d, node, depth, of_data=False):
+    return _decode_index(d, _field(node, "$index"), depth + 1, of_data)
+
+
+def _unique(index):
+    """Categories or a MultiIndex level, checked to be unique as a set's elements are and marked so: pandas
+    would otherwise build a hash table of its own to find out, whose hash function student values can defeat
+    as well (40,000 int64 categories that all hash alike: 2 s, quadratic)."""
+    try:
+        unique = type(index) is not _pandas().MultiIndex and _is_unique(index)
+    except (TypeError, ValueError):
+        raise Malformed("bad categories or levels") from None
+    if not unique:
+        raise Malformed("categories or levels that are not unique")
+    index._cache["is_unique"] = True  # what Index.is_unique caches (pandas.util.cache_readonly)
+    return index
+
+
+def _is_unique(index):
+    """Whether index holds no value twice (missing values are all alike, as in pandas), found by sorting or,
+    for values without an order (of mixed types), by hashing guarded as for a set."""
+    if index.isna().sum() > 1:
+        return False
+    try:
+        ordered = index.sort_values()
+    except TypeError:
+        items = index.tolist()
+        return not _crowded(items) and len(set(items)) == len(items)
+    return not (ordered[1:] == ordered[:-1]).any()
 
 
 def _array_node(d, node, depth, numeric=True):
@@ -556,7 +707,7 @@ def _decode_values(d, node, depth):
     kind = _field(body, "kind", str)
     try:
         if kind == "Categorical":
-            categories = _index_node(d, _field(body, "categories"), depth)
+            categories = _unique(_index_node(d, _field(body, "categories"), depth))
             codes = _array_node(d, _field(body, "codes"), depth)
             return pandas.Categorical.from_codes(codes, categories, ordered=_field(body, "ordered", bool))
         if kind in ("DatetimeArray", "TimedeltaArray"):
@@ -569,6 +720,7 @@ def _decode_values(d, node, depth):
             items = _list(_field(body, "items"))
             if not all(type(v) in (str, type(None)) for v in items):
                 raise Malformed("bad StringArray")
+            d.items(len(items))
             return pandas.array(items, dtype="string[python]")
         if kind in ("IntegerArray", "FloatingArray", "BooleanArray"):
             data, mask = _array_node(d, _field(body, "data"), depth), _array_node(d, _field(body, "mask"), depth)
@@ -581,17 +733,22 @@ def _decode_values(d, node, depth):
 def _decode_series(d, body, depth):
     pandas = _pandas()
     values = _decode_values(d, _field(body, "data"), depth)
-    index = _index_node(d, _field(body, "index"), depth)
+    index = _index_node(d, _field(body, "index"), depth, of_data=True)
     if len(index) != len(values):
         raise Malformed("Series index of the wrong length")
-    return pandas.Series(values, index=index, name=d.value(body.get("name"), depth), copy=False)
+    name = d.value(body.get("name"), depth)
+    try:
+        return pandas.Series(values, index=index, name=name, copy=False)
+    except TypeError:
+        raise Malformed("bad Series name") from None
 
 
 def _decode_frame(d, body, depth):
     pandas = _pandas()
+    nodes = _list(_field(body, "data"))
     columns = _index_node(d, _field(body, "columns"), depth)
-    index = _index_node(d, _field(body, "index"), depth)
-    data = [_decode_values(d, column, depth) for column in _list(_field(body, "data"))]
+    index = _index_node(d, _field(body, "index"), depth, of_data=bool(nodes))
+    data = [_decode_values(d, column, depth) for column in nodes]
     if len(data) != len(columns) or any(len(column) != len(index) for column in data):
         raise Malformed("DataFrame of inconsistent shape")
     frame = pandas.DataFrame(dict(enumerate(data)), index=index, copy=False)
@@ -606,7 +763,7 @@ _DECODERS = {
     "$dict": _decode_dict,
     "$bytes": lambda d, body, depth: bytes(d.bytes(body)),
     "$complex": lambda d, body, depth: complex(*_numbers(body, 2)),
-    "$range": lambda d, body, depth: _make(range, *_ints(body, 3)),
+    "$range": _decode_range,
     "$date": _iso("date"),
     "$datetime": _iso("datetime"),
     "$time": _iso("time"),
