@@ -26,10 +26,11 @@ from TAs uploading assignments), so the build is confined: pip installs wheels o
 is refused with an error saying so) from the index in GRADER_PIP_INDEX_URL (PyPI by default; the
 zip cannot choose another index), and pip itself runs in bubblewrap as an unprivileged uid that sees
 /usr, the Python installation and the few files of /etc that DNS and TLS need, read-only, can write
-only the environment being built, and shares the host's network to reach the index. The finished
-environment is then owned by root and read-only for everyone else. Installed packages do run later,
-in the sandbox and wherever the trusted side imports them: an assignment's requirements are trusted
-as its tests are.
+only the environment being built, and shares the host's network to reach the index, in a cgroup of its
+own (PIP_LIMITS: memory, processes, CPU) killed as a whole at its time limit. The finished
+environment is then owned by root and read-only for everyone else. Installed packages run later only
+in that assignment's own boxes (its grading processes and sandboxes, both confined): never in the
+caller's process, which reads what is installed from package metadata alone.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ from typing import TYPE_CHECKING
 
 from .options import GradeOptions
 from .sandbox import SandboxUnavailable, find_bwrap
+from .sandbox.builds import run_in_cgroup
+from .sandbox.cgroups import CgroupUnavailable, SandboxCgroup
+from .sandbox.cgroups import Limits as CgroupLimits
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +94,15 @@ ETC_FOR_PIP = (
     "host.conf",
     "gai.conf",
     "ld.so.cache",
-    "ssl",
+    "ssl/certs",
+    "ssl/openssl.cnf",
     "ca-certificates",
 )
-"""what pip needs of /etc: DNS, TLS certificates and the dynamic linker's cache"""
+"""what pip needs of /etc: DNS, TLS certificates and the dynamic linker's cache (not /etc/ssl/private)"""
+MAX_REQUIREMENTS_BYTES = 512 * 1024
+"""environment.yml or requirements.txt larger than this is refused before it is read"""
+PIP_LIMITS = CgroupLimits(memory_bytes=2048 * 1024 * 1024, max_processes=256, cpus=1.0)
+"""pip's cgroup, as for other confined work (a build of an upload): memory (its /tmp included), processes, CPU"""
 NETWORK_ERRORS = (
     "Failed to establish a new connection",
     "Temporary failure in name resolution",
@@ -150,9 +159,7 @@ def requirements_of(autograder: bytes | str | os.PathLike[str]) -> Requirements:
     source = io.BytesIO(autograder) if isinstance(autograder, bytes) else autograder
     try:
         with zipfile.ZipFile(source) as zf:
-            names = set(zf.namelist())
-            environment = zf.read("environment.yml").decode() if "environment.yml" in names else ""
-            requirements_txt = zf.read("requirements.txt").decode() if "requirements.txt" in names else ""
+            environment, requirements_txt = (_small_text(zf, name) for name in ("environment.yml", "requirements.txt"))
     except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as e:
         raise EnvironmentBuildError(f"cannot read the autograder zip: {e}") from e
     if not any(_requirements_txt_lines(requirements_txt)) and _only_grader_provided(environment):
@@ -160,6 +167,18 @@ def requirements_of(autograder: bytes | str | os.PathLike[str]) -> Requirements:
     pip_lines = [*_environment_yml_pip(environment), *_requirements_txt_lines(requirements_txt)]
     wanted = {str(r): r for r in map(_normalised, pip_lines)}
     return Requirements(tuple(sorted(text for text, r in wanted.items() if not _provided_or_satisfied(r))))
+
+
+def _small_text(zf: zipfile.ZipFile, name: str) -> str:
+    """A requirements file of the zip ('' if it has none), unpacked only if small enough to be one."""
+    try:
+        info = zf.getinfo(name)
+    except KeyError:
+        return ""
+    if info.file_size > MAX_REQUIREMENTS_BYTES:
+        limit = MAX_REQUIREMENTS_BYTES // 1024
+        raise EnvironmentBuildError(f"{name} is larger than {limit} KB: is it a list of packages?")
+    return zf.read(info).decode()
 
 
 def _only_grader_provided(environment_yml: str) -> bool:
@@ -187,12 +206,12 @@ def _only_grader_provided(environment_yml: str) -> bool:
 
 def _environment_yml_pip(text: str) -> list[str]:
     """The pip section of a conda environment file; conda dependencies must be the grader's own."""
-    import yaml
+    from .safe_yaml import load_yaml  # only read when needed: it imports a YAML parser
 
     try:
-        spec = yaml.safe_load(text) or {}
-    except yaml.YAMLError as e:
-        raise EnvironmentBuildError(f"environment.yml is not valid YAML: {e}") from e
+        spec = load_yaml(text) or {}
+    except ValueError as e:
+        raise EnvironmentBuildError(f"environment.yml {e}") from None
     dependencies = (spec.get("dependencies") if isinstance(spec, dict) else None) or []
     if not isinstance(dependencies, list):
         raise EnvironmentBuildError("environment.yml: `dependencies` must be a list")
@@ -431,18 +450,30 @@ def _run_pip(requirements: Requirements, target: Path, uid: int) -> None:
     pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--isolated", "--no-cache-dir"]
     pip += ["--only-binary=:all:", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"]
     pip += ["--no-warn-script-location", "--index-url", index, *requirements.pip]
-    argv = [*_bwrap_argv(target, uid), *pip]
     try:
-        process = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, start_new_session=True
-        )
-    except subprocess.TimeoutExpired as e:
+        process = _confined(pip, target, uid, timeout)
+    except subprocess.TimeoutExpired:
         raise EnvironmentBuildError(
             f"installing {requirements} took longer than {timeout:g} s (GRADER_ENV_BUILD_TIMEOUT): "
             "check the network, or raise the limit for large packages, and prepare again"
-        ) from e
+        ) from None
     if process.returncode != 0:
-        raise EnvironmentBuildError(_pip_failure(requirements, index, process.stdout + process.stderr))
+        output = (process.stdout + process.stderr).decode("utf-8", "replace")
+        raise EnvironmentBuildError(_pip_failure(requirements, index, output))
+
+
+def _confined(command: list[str], target: Path, uid: int, timeout: float) -> subprocess.CompletedProcess[bytes]:
+    """Run `command` as pip runs: in bubblewrap as `uid`, `target` its only writable folder (_bwrap_argv), in a
+    cgroup of its own (PIP_LIMITS) whose processes are all killed at `timeout` (subprocess.TimeoutExpired)."""
+    argv = [*_bwrap_argv(target, uid), *command]
+    try:
+        cgroup = SandboxCgroup.create(f"env-{target.name}", PIP_LIMITS)  # one build per environment at a time
+    except CgroupUnavailable as e:
+        raise EnvironmentBuildError(str(e)) from None
+    try:
+        return run_in_cgroup(cgroup, argv, timeout)
+    finally:
+        cgroup.remove()
 
 
 def _pip_failure(requirements: Requirements, index: str, output: str) -> str:
@@ -478,7 +509,7 @@ def _bwrap_argv(target: Path, uid: int) -> list[str]:
         "--setenv", "PYTHONNOUSERSITE", "1",
         "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
         "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
-        "--perms", "0755", "--dir", "/etc",
+        "--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/etc/ssl",  # bwrap would make it 0700
     ]  # fmt: skip
     for name in ETC_FOR_PIP:
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]

@@ -21,17 +21,18 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-
-import yaml
 
 from autograder import GradeOptions, InvalidSubmission, SandboxUnavailable, check_submission, grade_submission
 from autograder.assignment import AssignmentError
 from autograder.environment import EnvironmentBuildError, lookup, prepare, requirements_of
+from autograder.paths import check_zip_members, safe_relative
+from autograder.safe_yaml import load_yaml
 
-from .confined import ConfinementError, run_confined, safe_relative
+from .confined import ConfinementError, run_confined
 from .summary import Summary, summarize
 
 Progress = Callable[[str], None]
@@ -77,9 +78,9 @@ def master_config(master: bytes) -> dict:
             "`# ASSIGNMENT CONFIG` (see Otter Assign's documentation)"
         )
     try:
-        config = yaml.safe_load(body) or {}
-    except yaml.YAMLError as error:
-        raise BuildError(f"the ASSIGNMENT CONFIG cell is not valid YAML: {error}") from None
+        config = load_yaml(body) or {}
+    except ValueError as error:
+        raise BuildError(f"the ASSIGNMENT CONFIG cell {error}") from None
     if not isinstance(config, dict) or not isinstance(config.get("name"), str) or not config["name"].strip():
         raise BuildError(
             "the ASSIGNMENT CONFIG needs a `name:` (submitted notebooks carry it, so that a notebook for another "
@@ -95,12 +96,20 @@ def listed_files(config: dict) -> list[str]:
     listed += [config[key] for key in ("requirements", "environment") if isinstance(config.get(key), str)]
     if not all(isinstance(name, str) for name in listed):
         raise BuildError("`files` and `autograder_files` in the ASSIGNMENT CONFIG must be lists of paths")
-    for name in listed:
-        try:
-            safe_relative(name.rstrip("/"))
-        except ValueError as error:
-            raise BuildError(f"the ASSIGNMENT CONFIG lists {error}") from None
-    return list(dict.fromkeys(name.rstrip("/") for name in listed))
+    paths = [name.removesuffix("/") for name in listed]  # a folder: everything in it
+    with _unsafe_names("the ASSIGNMENT CONFIG lists a path that cannot be used:"):
+        for path in paths:
+            safe_relative(path)
+    return list(dict.fromkeys(paths))
+
+
+@contextmanager
+def _unsafe_names(context: str) -> Iterator[None]:
+    """An unsafe name (autograder.paths' ValueError) in the block becomes BuildError: `context`, then why."""
+    try:
+        yield
+    except ValueError as error:
+        raise BuildError(f"{context} {error}") from None
 
 
 def match_uploads(listed: list[str], uploads: dict[str, bytes]) -> dict[str, bytes]:
@@ -131,7 +140,8 @@ def from_master(filename: str, master: bytes, files: dict[str, bytes], progress:
     master_config(master)
     progress("running otter assign on the master notebook")
     try:
-        run = run_confined([sys.executable, *ASSIGN, filename, "out"], {**files, filename: master})
+        with _unsafe_names("a support file cannot be used:"):
+            run = run_confined([sys.executable, *ASSIGN, filename, "out"], {**files, filename: master})
     except ConfinementError as error:
         raise BuildError(f"otter assign could not run: {error}") from None
     if run.status != 0:
@@ -158,10 +168,13 @@ def from_zip(autograder_zip: bytes, student: bytes, student_name: str, progress:
 
 
 def _notebook_in(student_zip: bytes) -> bytes:
-    """The one notebook of a zip of the student's folder."""
+    """The one notebook of a zip of the student's folder (which students download: its entries must be safe to
+    unpack)."""
     try:
         with zipfile.ZipFile(io.BytesIO(student_zip)) as archive:
             infos = archive.infolist()
+            with _unsafe_names("the zip of the student's folder cannot be used:"):
+                check_zip_members(infos)
             notebooks = [i for i in infos if i.filename.endswith(".ipynb") and "/." not in f"/{i.filename}"]
             if len(infos) > MAX_ZIP_MEMBERS or len(notebooks) != 1 or notebooks[0].file_size > MAX_NOTEBOOK_BYTES:
                 raise BuildError("a zip of the student's folder must hold exactly one notebook (.ipynb) and its files")
@@ -253,6 +266,8 @@ def pack_handout(filename: str, files: dict[str, bytes]) -> tuple[bytes, str]:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in sorted(files):
+            with _unsafe_names("a file of what students download cannot be used:"):
+                safe_relative(name)
             archive.writestr(zipfile.ZipInfo(name, FIXED_TIME), files[name])
     return out.getvalue(), f"{PurePosixPath(filename).stem}.zip"
 

@@ -18,10 +18,12 @@ import sys
 import tarfile
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from autograder.options import Limits
-from autograder.sandbox.bwrap import JOIN_CGROUP, SITE_DIRS, find_bwrap, wait_until_reaped
+from autograder.paths import check_members, write_under
+from autograder.sandbox.builds import run_in_cgroup
+from autograder.sandbox.bwrap import SITE_DIRS, find_bwrap, wait_until_reaped
 from autograder.sandbox.cgroups import CgroupUnavailable, SandboxCgroup
 from autograder.sandbox.cgroups import Limits as CgroupLimits
 from autograder.sandbox.uids import UidPool
@@ -86,23 +88,11 @@ def run_confined(command: list[str], inputs: dict[str, bytes], limits: ConfinedL
 
 
 def _write_inputs(folder: Path, inputs: dict[str, bytes]) -> None:
-    """The inputs in a folder the unprivileged uid may read (and nothing else may write)."""
+    """The inputs in a folder the unprivileged uid may read (and nothing else may write); ValueError for a
+    name that is not a safe relative path."""
     folder.chmod(0o755)
     for name, data in inputs.items():
-        path = folder / safe_relative(name)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-        path.write_bytes(data)
-        path.chmod(0o644)
-    for directory in (p for p in folder.rglob("*") if p.is_dir()):
-        directory.chmod(0o755)
-
-
-def safe_relative(name: str) -> PurePosixPath:
-    """A relative path that stays where it is put (ValueError for an absolute one or one with `..`)."""
-    path = PurePosixPath(name)
-    if not name or path.is_absolute() or ".." in path.parts or "\\" in name:
-        raise ValueError(f"{name!r} is not a relative path inside the assignment's folder")
-    return path
+        write_under(folder, name, data)  # files 0644, folders 0755
 
 
 def _bwrap_argv(bwrap: str, inputs: str, uid: int, scratch_mb: int) -> list[str]:
@@ -133,33 +123,29 @@ def _bwrap_argv(bwrap: str, inputs: str, uid: int, scratch_mb: int) -> list[str]
 
 def _run(cgroup: SandboxCgroup, argv: list[str], timeout: float) -> ConfinedRun:
     """Start bwrap inside the cgroup (as the grader's sandboxes join theirs) and collect what it sends."""
-    process = subprocess.Popen(
-        ["/bin/sh", "-c", JOIN_CGROUP, "sh", *map(str, cgroup.procs_files), "--", *argv],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
     try:
-        stdout, stderr = process.communicate(timeout=timeout)
+        process = run_in_cgroup(cgroup, argv, timeout)
     except subprocess.TimeoutExpired:
-        cgroup.kill()
-        process.communicate()
         raise ConfinementError(f"it ran longer than its limit of {timeout:g} s and was stopped") from None
-    log = stderr.decode("utf-8", "replace")[-LOG_TAIL:]
-    if process.returncode == 125 and not stdout:
+    log = process.stderr.decode("utf-8", "replace")[-LOG_TAIL:]
+    if process.returncode == 125 and not process.stdout:
         raise ConfinementError(f"the confined build could not start: {log.strip()[-500:]}")
-    return ConfinedRun(process.returncode, _files(stdout), log)
+    return ConfinedRun(process.returncode, _files(process.stdout), log)
 
 
 def _files(tar: bytes) -> dict[str, bytes]:
-    """The regular files of a tar stream, by relative path (links, devices and the like are ignored)."""
-    files: dict[str, bytes] = {}
+    """The regular files of a tar stream, by relative path (links, devices and the like are ignored). What the
+    command left running can write into the stream too: ConfinementError for a name that is not a safe path."""
+    files: list[tuple[str, bytes]] = []
     try:
         with tarfile.open(fileobj=io.BytesIO(tar), mode="r:") as archive:
             for member in archive:
-                name = member.name.removeprefix("./")
-                if member.isreg() and name:
-                    files[name] = archive.extractfile(member).read()
+                if member.isreg():
+                    files.append((member.name.removeprefix("./"), archive.extractfile(member).read()))
     except tarfile.TarError:
         return {}
-    return files
+    try:
+        check_members((name, False) for name, _ in files)
+    except ValueError as error:
+        raise ConfinementError(f"what it wrote cannot be used: {error}") from None
+    return dict(files)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import fcntl
 import importlib.metadata
 import io
+import json
 import os
 import socket
+import ssl
 import stat
 import subprocess
 import sys
@@ -21,8 +23,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from autograder import environment
 from autograder.environment import (
     GRADER_OWN,
+    PIP_LIMITS,
     EnvironmentBuildError,
     Requirements,
     _only_grader_provided,
@@ -31,14 +35,17 @@ from autograder.environment import (
     prepare,
     requirements_of,
 )
+from autograder.sandbox.cgroups import CPU_PERIOD_US, SandboxCgroup
 from tests.lti_service.tool import wait_for
 
 OTTER_DEPENDENCIES = ["python=3.13", "pip", "jupyter_server"]  # what `otter assign` always writes
 SHADOWED = "iniconfig==2.0.0"
 
 
-def autograder_zip(pip: list[str] = (), conda: list[str] = (), requirements_txt: str | None = None) -> bytes:
-    """An autograder zip holding only what environments are made from."""
+def autograder_zip(
+    pip: list[str] = (), conda: list[str] = (), requirements_txt: str | None = None, environment_yml: str = ""
+) -> bytes:
+    """An autograder zip holding only what environments are made from (`environment_yml`: that file as given)."""
     environment = {
         "name": "otter-env",
         "channels": ["conda-forge"],
@@ -46,7 +53,7 @@ def autograder_zip(pip: list[str] = (), conda: list[str] = (), requirements_txt:
     }
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:
-        zf.writestr("environment.yml", yaml.safe_dump(environment))
+        zf.writestr("environment.yml", environment_yml or yaml.safe_dump(environment))
         if requirements_txt is not None:
             zf.writestr("requirements.txt", requirements_txt)
     return buffer.getvalue()
@@ -215,3 +222,99 @@ def test_the_quick_reading_of_environment_yml_never_overlooks_a_package(text, ne
     """requirements_of reads an environment file without a YAML parser when it names only what the
     grader provides (a CLI start saves the parser's import); anything else goes to the full reading."""
     assert _only_grader_provided(text) is not needs_reading
+
+
+LAUGHS = "\n".join(
+    [f"l0: &l0 [{', '.join(['lol'] * 10)}]"]
+    + [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 4)]
+    + ["dependencies: *l3"]
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (LAUGHS, r"uses a YAML alias \(a '\*name', line 2\)"),
+        ("dependencies:\n  - pip:\n    - six\n" + "# a comment\n" * 20_000, "is longer than 131072 characters"),
+        ("dependencies:\n  - pip:\n    - six\n" + "#" * 600_000, r"is larger than 512 KB: is it a list of packages\?"),
+    ],
+    ids=["aliases", "too-long", "too-large-to-read"],
+)
+def test_environment_yml_is_read_within_bounds(text, reason):
+    """yaml.safe_load takes aliases: a few hundred bytes of them ("billion laughs") expand beyond any memory."""
+    with pytest.raises(EnvironmentBuildError, match=f"environment.yml {reason}"):
+        requirements_of(autograder_zip(environment_yml=text))
+
+
+PROBE = """
+import json, os, ssl
+print(json.dumps({
+    "uid": os.getuid(),
+    "certificates": os.access(ssl.get_default_verify_paths().openssl_cafile, os.R_OK),
+    "environment": sorted(os.environ),
+    "mounts": sorted({line.split()[4] for line in open("/proc/self/mountinfo")}),
+    "cgroups": sorted({line.strip().rsplit(":", 1)[1] for line in open("/proc/self/cgroup")}),
+}))
+"""
+
+
+def test_pip_runs_in_a_cgroup_of_its_own_and_sees_no_secret(tmp_path, monkeypatch):
+    """What pip runs in (environment._confined), probed with a command of our own instead of pip."""
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "var"))  # the tool's secrets: its keys, its database
+    monkeypatch.setenv("SECRET_KEY", "s3cret")
+    seen = {}
+
+    class Recorded(SandboxCgroup):
+        def remove(self) -> None:
+            seen.update(limits=_cgroup_limits(self), cpu_seconds=self.cpu_seconds())
+            super().remove()
+
+    monkeypatch.setattr(environment, "SandboxCgroup", Recorded)
+    target, builder = _target(tmp_path)
+    process = environment._confined([sys.executable, "-c", PROBE], target, builder, timeout=60)
+    assert process.returncode == 0, process.stderr
+    probe = json.loads(process.stdout)
+    assert probe["uid"] == builder
+    assert probe["certificates"] == os.path.exists(ssl.get_default_verify_paths().openssl_cafile)  # TLS to the index
+    proxies = {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"}
+    assert set(probe["environment"]) <= {"HOME", "LANG", "PATH", "PWD", "PYTHONNOUSERSITE", *proxies}
+    assert probe["cgroups"] == ["/"]  # a cgroup namespace rooted at its own cgroup
+    python = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *environment._base_site())}
+    etc = {f"/etc/{name}" for name in environment.ETC_FOR_PIP}
+    expected = {"/", "/usr", "/tmp", str(target), *python, *etc}
+    assert [m for m in probe["mounts"] if m not in expected and not m.startswith(("/dev", "/proc"))] == []
+    assert seen["limits"] == {
+        "memory": str(PIP_LIMITS.memory_bytes),
+        "processes": str(PIP_LIMITS.max_processes),
+        "cpu": str(int(PIP_LIMITS.cpus * CPU_PERIOD_US)),
+    }
+    assert seen["cpu_seconds"] > 0  # the probe ran in it
+
+
+def test_pip_is_killed_with_everything_it_started_at_its_time_limit(tmp_path):
+    target, builder = _target(tmp_path)
+    with pytest.raises(subprocess.TimeoutExpired):
+        environment._confined(["/bin/sh", "-c", "setsid sleep 300 & sleep 300"], target, builder, timeout=0.5)
+    wait_for(lambda: _processes_of(builder) == [], timeout=10)  # the kernel reaps the killed processes
+
+
+def _target(tmp_path: Path) -> tuple[Path, int]:
+    """An environment folder the build uid owns, as _build makes it, and that uid."""
+    builder = environment._build_uid()
+    target = tmp_path / "env"
+    target.mkdir()
+    os.chown(target, builder, builder)
+    return target, builder
+
+
+def _cgroup_limits(cgroup: SandboxCgroup) -> dict[str, str]:
+    """The memory, process and CPU quota limits set in a cgroup's files (v2 or v1)."""
+    if "procs" in cgroup.files:  # v2: one folder
+        folder = cgroup.files["procs"].parent
+        memory, processes, cpu = folder / "memory.max", folder / "pids.max", folder / "cpu.max"
+    else:
+        memory = cgroup.files["procs_memory"].parent / "memory.limit_in_bytes"
+        processes = cgroup.files["procs_pids"].parent / "pids.max"
+        cpu = cgroup.files["procs_cpu"].parent / "cpu.cfs_quota_us"
+    texts = {"memory": memory, "processes": processes, "cpu": cpu}
+    return {what: path.read_text().split()[0] for what, path in texts.items()}
