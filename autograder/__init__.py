@@ -10,20 +10,22 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .assignment import load_assignment as load_assignment
-    from .grading import check_submission as check_submission
-    from .grading import grade_submission as grade_submission
+    from .errors import SandboxUnavailable as SandboxUnavailable
+    from .grader import check_submission as check_submission
+    from .grader import grade_submission as grade_submission
+    from .grader import inspect_assignment as inspect_assignment
     from .notebook import InvalidSubmission as InvalidSubmission
     from .options import GradeOptions as GradeOptions
     from .results import GradeResult as GradeResult
-    from .sandbox import SandboxUnavailable as SandboxUnavailable
 
 _HOMES = {
     "GradeOptions": "options",
     "GradeResult": "results",
     "InvalidSubmission": "notebook",
-    "SandboxUnavailable": "sandbox",
-    "check_submission": "grading",
-    "grade_submission": "grading",
+    "SandboxUnavailable": "errors",
+    "check_submission": "grader",
+    "grade_submission": "grader",
+    "inspect_assignment": "grader",
     "load_assignment": "assignment",
 }
 __all__ = sorted(_HOMES)

@@ -1,7 +1,7 @@
 """Reading an Otter autograder zip: its settings, test files and support files.
 
 The zip is read in memory and never extracted, so hidden tests cannot end up anywhere the sandbox can
-see. Test files are staff code: they run on the grader's side only (testfiles.py).
+see. Reading it runs nothing: test files are course code, run only in a grading process (child.py).
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ import json
 import os
 import zipfile
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .options import Limits
+from .paths import check_zip_members
 
 if TYPE_CHECKING:
     from .environment import Requirements
-from .testfiles import TestFile, TestFileError, TestSource
+from .testfiles import TestFile, TestSource
 
 MAX_ZIP_MEMBERS = 10_000
 MAX_UNPACKED = 512 * 1024 * 1024
@@ -41,17 +42,9 @@ class Assignment:
     """where the zip is"""
 
     def load_tests(self) -> list[TestFile]:
-        """Fresh test-file objects for one grading (Otter stores results on them)."""
+        """Fresh test-file objects for one grading (Otter stores results on them). Runs the test files:
+        course code, so only a grading process calls it (child.py)."""
         return [test.load() for test in self.tests]
-
-    @functools.cached_property
-    def questions(self) -> frozenset[str]:
-        return frozenset(tf.name for tf in self.load_tests())
-
-    @functools.cached_property
-    def points(self) -> float:
-        """Total points of every question."""
-        return float(sum(tf.possible for tf in self.load_tests()))
 
     @property
     def seed(self) -> int | None:
@@ -67,12 +60,6 @@ class Assignment:
         from .environment import requirements_of  # only read when asked: it imports a YAML parser
 
         return requirements_of(self.path)
-
-    @property
-    def grades_in_own_process(self) -> bool:
-        """Whether its notebooks are graded in a process of its own (child.py): one whose working directory
-        holds the support files and whose interpreter has the packages."""
-        return bool(self.files or self.requirements)
 
     @functools.cached_property
     def limits(self) -> dict[str, Any]:
@@ -91,11 +78,17 @@ def load_assignment(path: str | os.PathLike[str]) -> Assignment:
 
 @functools.lru_cache(maxsize=16)
 def _load(path: str, mtime_ns: int, size: int) -> Assignment:
+    return read_assignment(path, path)
+
+
+def read_assignment(source: str | BinaryIO, path: str) -> Assignment:
+    """An autograder zip from a path or an open file (`path` names it in messages); nothing is cached."""
     try:
-        with zipfile.ZipFile(path) as zf:
+        with zipfile.ZipFile(source) as zf:
             infos = zf.infolist()
             if len(infos) > MAX_ZIP_MEMBERS or sum(i.file_size for i in infos) > MAX_UNPACKED:
                 raise AssignmentError(f"autograder zip {path} is too large to be an Otter autograder zip")
+            check_zip_members(infos)  # ValueError for an unsafe entry, before any name is used
             names = [i.filename for i in infos]
             config = json.loads(zf.read("otter_config.json")) if "otter_config.json" in names else {}
             tests = tuple(
@@ -108,6 +101,8 @@ def _load(path: str, mtime_ns: int, size: int) -> Assignment:
                 for name in sorted(names)
                 if name.startswith("files/") and not name.endswith("/")
             )
+    except AssignmentError:
+        raise
     except (OSError, zipfile.BadZipFile, KeyError, ValueError, UnicodeDecodeError) as e:
         raise AssignmentError(f"cannot read autograder zip {path}: {e}") from None
     if not isinstance(config, dict):
@@ -118,8 +113,7 @@ def _load(path: str, mtime_ns: int, size: int) -> Assignment:
         raise AssignmentError(f"autograder zip {path} has no tests/*.py files: is it an Otter autograder zip?")
     assignment = Assignment(config.get("assignment_name"), tests, files, config, path)
     try:
-        assignment.load_tests()  # fail early on a broken test file
         _ = assignment.limits
-    except (TestFileError, ValueError) as e:
+    except ValueError as e:
         raise AssignmentError(f"autograder zip {path}: {e}") from None
     return assignment

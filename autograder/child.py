@@ -1,128 +1,121 @@
-"""A grading process of its own, for an assignment whose tests need more than the caller's process has:
-its support files in the working directory (tests read them by relative path, as under `otter run`) or
-packages of its own environment. The process stays to grade the assignment's next notebooks.
+"""The grading process: where an assignment's tests (course code) run, on student values from its sandbox.
 
-Parent side: `grade_in_child` takes an idle process of the assignment, or starts one with the
-environment's interpreter in a directory holding the support files, and sends it the notebook.
-Child side: `main` grades one request per line on stdin, answers one JSON line each on stdout, and exits
-at the end of its input or after IDLE_EXIT seconds without work. Both processes are the grader's own:
-nothing here comes from the sandbox.
+The grader (grader.py) starts one per grading in bubblewrap, as an unprivileged uid of its own, in a
+cgroup of its own, with no network and nothing of the grader's: the system and Python read-only, the
+grader's `autograder` package, the assignment's autograder zip (an open file it inherits, read-only) and
+a size-capped /tmp as its working directory, where the support files are put (tests read them by relative
+path, as under `otter run`). It talks to the grader over one Unix socket (control.py) and to its student
+sandbox over the pipes the grader hands it; it cannot start anything itself. In order:
+
+1. It loads the test files and reports what they are (manifest.py), before any student value is here.
+2. It prepares the first sandbox the grader hands it (seed, support files, libraries imported ahead).
+3. It grades one notebook (grading.py), asking the grader for a fresh sandbox after a crash or a hang, and
+   reports which test cases passed, with their messages; then it exits.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import os
-import select
-import subprocess
-import sys
-import tempfile
-import threading
-from dataclasses import asdict
+import socket
+import time
+from typing import Any
 
-from .assignment import Assignment, load_assignment
-from .notebook import load_cells
-from .options import GradeOptions
-from .protocol import ready
-from .results import GradeResult
-from .sandbox import SandboxUnavailable
-
-IDLE_EXIT = 60.0  # seconds an idle grading process waits for work before it exits
-SLACK = 60.0  # seconds a grading may take in a child beyond its own limit (start, imports)
-PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from .assignment import Assignment, AssignmentError, read_assignment
+from .control import Control
+from .errors import SandboxUnavailable
+from .grading import Grading, Ready, Session, start_ready
+from .notebook import Cell
+from .options import Limits
+from .paths import write_under
+from .protocol import SandboxFailure
+from .testfiles import TestFile, TestFileError
 
 
-class _Child:
-    """One grading process: its interpreter, its working directory, its pipes."""
+class GivenSandbox:
+    """A student sandbox the grader started for this process: its pipes here; killing it and freeing it are
+    asked of the grader, which holds its cgroup and uid."""
 
-    def __init__(self, python: str, assignment: Assignment) -> None:
-        self.workdir = tempfile.TemporaryDirectory(prefix="decode-grader-work-")
-        for path, data in assignment.files:
-            target = os.path.join(self.workdir.name, path)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as f:
-                f.write(data)
-        self.proc = subprocess.Popen(
-            [python, "-m", "autograder.child", assignment.path],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            cwd=self.workdir.name,
-            env={**os.environ, "PYTHONPATH": PACKAGE_ROOT},
-        )
+    def __init__(self, control: Control, number: int, fds: list[int]) -> None:
+        self.control, self.number = control, number
+        self.read_fd, self.write_fd = fds
+        self.closed = False
 
-    def ask(self, request: dict, timeout: float) -> dict:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-        self.proc.stdin.flush()
-        if not ready(self.proc.stdout.fileno(), select.POLLIN, timeout):
-            raise TimeoutError("the grading process did not answer in time")
-        line = self.proc.stdout.readline()
-        if not line:
-            raise EOFError("the grading process exited")
-        return json.loads(line)
+    def terminate(self) -> None:
+        self.control.send({"kill": self.number})
 
     def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-        self.workdir.cleanup()
+        if not self.closed:
+            self.closed = True
+            self.control.send({"close": self.number})
+            os.close(self.read_fd)
+            os.close(self.write_fd)
+
+    def output(self) -> str:
+        return ""
 
 
-_IDLE: dict[tuple, list[_Child]] = {}
-_IDLE_LOCK = threading.Lock()
+def receive_sandbox(control: Control) -> tuple[GivenSandbox, dict[str, Any]]:
+    """The next sandbox the grader sends (SandboxUnavailable if it has none to give)."""
+    message, fds = control.recv()
+    if message.get("sandbox") is None or len(fds) != 2:
+        for fd in fds:
+            os.close(fd)
+        raise SandboxUnavailable(str(message.get("reason", "the grader started no sandbox")))
+    return GivenSandbox(control, message["sandbox"], fds), message
 
 
-def grade_in_child(assignment: Assignment, python: str, notebook: bytes, options: GradeOptions) -> GradeResult:
-    """Grade in a process of the assignment's (started on first use, kept for the next notebooks)."""
-    key = (id(assignment), python, tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("GRADER_"))))
-    request = {"notebook": base64.b64encode(notebook).decode(), "options": asdict(options)}
-    timeout = options.limits(assignment.limits).total_timeout + SLACK
-    for _ in range(2):  # an idle process may have exited since its last grading: a new one, once
-        with _IDLE_LOCK:
-            idle = [c for c in _IDLE.get(key, []) if c.proc.poll() is None]
-            child = idle.pop() if idle else None
-            _IDLE[key] = idle
-        child = child or _Child(python, assignment)
+def manifest_of(tests: list[TestFile]) -> list[dict[str, Any]]:
+    return [
+        {"name": tf.name, "all_or_nothing": bool(tf.all_or_nothing),
+         "cases": [[case.name, bool(case.hidden), case.points] for case in tf.test_cases]}
+        for tf in tests
+    ]  # fmt: skip
+
+
+def put_support_files(assignment: Assignment) -> None:
+    """The zip's support files in the working directory (paths checked when the zip was read; no link can
+    lead a write elsewhere)."""
+    for path, data in assignment.files:
+        write_under(".", path, data)
+
+
+def grade(control: Control, assignment: Assignment, tests: list[TestFile]) -> None:
+    """Steps 2 and 3 of the module's docstring."""
+    sandbox, message = receive_sandbox(control)
+    limits = Limits(**message["limits"])
+    preload = tuple(message["preload"])
+    for name in preload:  # the libraries its notebooks' values come in (decoding a DataFrame needs pandas)
         try:
-            reply = child.ask(request, timeout)
-        except (OSError, EOFError, ValueError) as e:
-            child.close()
-            error = e
-            continue
-        except TimeoutError:
-            child.close()
-            raise SandboxUnavailable("the grading process did not finish in time") from None
-        with _IDLE_LOCK:
-            _IDLE.setdefault(key, []).append(child)
-        if "sandbox_unavailable" in reply:
-            raise SandboxUnavailable(reply["sandbox_unavailable"])
-        if "error" in reply:
-            raise RuntimeError(f"the grading process failed: {reply['error']}")
-        return GradeResult.from_dict(reply["result"])
-    raise RuntimeError(f"the grading process failed: {error!r}")
+            __import__(name)
+        except ImportError:
+            pass
+    try:
+        first: Ready | None = start_ready(assignment, limits, time.monotonic() + limits.total_timeout, sandbox, preload)
+    except SandboxFailure as e:
+        control.send({"unavailable": f"the sandbox did not start ({e})"})
+        return
+    control.send({"ready": True})
+    message, _ = control.recv()
+    cells = [Cell(index, source) for index, source in message["grade"]]
+
+    def new_sandbox() -> GivenSandbox:
+        control.send({"want": "sandbox"})
+        return receive_sandbox(control)[0]
+
+    session = Session(assignment, limits, new_sandbox, first, preload)
+    control.send({"outcome": Grading(assignment, tests, cells, session).run()})
 
 
-def main() -> int:
-    from .grading import grade_cells
-
-    assignment = load_assignment(sys.argv[1])
-    while ready(sys.stdin.fileno(), select.POLLIN, IDLE_EXIT):
-        line = sys.stdin.buffer.readline()
-        if not line:
-            break
-        try:
-            request = json.loads(line)
-            options = GradeOptions(**request["options"])
-            cells = load_cells(base64.b64decode(request["notebook"]), assignment.name, options.max_notebook_bytes)
-            reply = {"result": grade_cells(assignment, cells, options).to_dict()}
-        except SandboxUnavailable as e:
-            reply = {"sandbox_unavailable": str(e)}
-        except Exception as e:  # the parent reports it as a grader failure for this notebook
-            reply = {"error": repr(e)[:1000]}
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def main(control_fd: int, zip_fd: int) -> None:
+    """Run by START (grader.py) once the packages are on the path and the limits set (inside/startup.py)."""
+    control = Control(socket.socket(fileno=control_fd))
+    try:
+        with os.fdopen(zip_fd, "rb") as autograder:
+            assignment = read_assignment(autograder, "the autograder zip")
+        tests = assignment.load_tests()
+        put_support_files(assignment)
+    except (AssignmentError, TestFileError, OSError) as e:
+        control.send({"error": str(e)[:2000]})
+        return
+    control.send({"manifest": manifest_of(tests)})
+    grade(control, assignment, tests)

@@ -14,11 +14,11 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .assignment import AssignmentError, load_assignment
+from .assignment import Assignment, AssignmentError, load_assignment
+from .errors import SandboxUnavailable
 from .options import GradeOptions
 from .pool import SpawnedEarly, close_all
 from .results import GradeResult
-from .sandbox import SandboxUnavailable
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -101,24 +101,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         assignment = load_assignment(args.autograder)
     except AssignmentError as e:
         for path in args.submissions:
-            unusable = GradeResult(path, 0.0, error=f"the autograder zip cannot be used: {e}")
-            print(json.dumps(unusable.to_dict(student_view=args.student_view)), file=sys.stdout)
+            print(json.dumps(_unusable(path, e).to_dict(student_view=args.student_view)), file=sys.stdout)
         print(f"error: {e}", file=sys.stderr)
         return EXIT_GRADER_ERROR
     try:
-        # An assignment with packages grades in a process of its own: its early sandbox then goes unused.
-        early = None if batch or assignment.files else SpawnedEarly(assignment, options.limits(assignment.limits))
-        return _grade_all(args, options, assignment.points, early)
+        limits = options.limits(assignment.limits)
+        early = None if batch or assignment.requirements else SpawnedEarly(assignment, limits)
+        return _grade_all(args, options, assignment, early)
     except SandboxUnavailable as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_GRADER_ERROR
 
 
-def _grade_all(args: argparse.Namespace, options: GradeOptions, max_score: float, early: SpawnedEarly | None) -> int:
+def _unusable(path: str, error: AssignmentError) -> GradeResult:
+    return GradeResult(path, 0.0, error=f"the autograder zip cannot be used: {error}")
+
+
+def _grade_all(
+    args: argparse.Namespace, options: GradeOptions, assignment: Assignment, early: SpawnedEarly | None
+) -> int:
     """Grade the submissions, printing one JSON line each as it is ready; the exit status."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from .grading import grade_submission
+    from .grader import grade_submission, manifest_of
 
     out = sys.stdout  # kept: doctests may swap sys.stdout in other threads while results are printed
     progress = _Progress(len(args.submissions))
@@ -136,9 +141,12 @@ def _grade_all(args: argparse.Namespace, options: GradeOptions, max_score: float
                     result = future.result()
                 except SandboxUnavailable:
                     raise
+                except AssignmentError as e:  # found by the grading process: a test file that cannot run
+                    failed, result = True, _unusable(path, e)
                 except Exception as e:  # a grader defect must cost this notebook only, not the batch
                     failed = True
-                    result = GradeResult(path, max_score, error=f"the grader failed on this notebook ({e!r})"[:500])
+                    error = f"the grader failed on this notebook ({e!r})"[:500]
+                    result = GradeResult(path, manifest_of(assignment).points, error=error)
                 results.append(result)
                 print(json.dumps(result.to_dict(student_view=args.student_view)), file=out, flush=True)
         finally:

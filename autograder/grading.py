@@ -1,4 +1,5 @@
-"""Grading one submission: the notebook's cells in the sandbox, Otter's tests on the grader's side.
+"""Grading one submission in its grading process (child.py): the notebook's cells in the student sandbox,
+Otter's tests here.
 
 Like `otter run`, a question whose check (`grader.check("q1")`) the notebook calls is graded on the state
 at that moment, and the other questions on the state after the last cell. Grading happens in two phases
@@ -18,18 +19,17 @@ snapshots), so one hostile cell or test costs only itself.
 
 from __future__ import annotations
 
-import os
 import time
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from .assignment import Assignment, AssignmentError, load_assignment
-from .notebook import Cell, InvalidSubmission, load_cells, read_notebook
-from .options import GradeOptions, Limits
-from .pool import SpawnedEarly, WarmPool, warm_pool
+from .assignment import Assignment
+from .errors import SandboxUnavailable
+from .notebook import Cell
+from .options import Limits
 from .protocol import Channel, SandboxFailure
 from .remote import StudentEnv, StudentNamespace
-from .results import GradeResult, QuestionResult
-from .sandbox import Sandbox, SandboxUnavailable
 from .testfiles import OKTestFile, TestCase, TestCaseResult, TestFile, printoptions, run_case
 from .values import Values
 
@@ -39,12 +39,23 @@ MAX_CHECKS = 200
 FINAL = ""  # the snapshot after the last cell
 
 
+class StudentSandbox(Protocol):
+    """A started student sandbox as this process sees it: its pipes, and a way to kill and free it."""
+
+    read_fd: int
+    write_fd: int
+
+    def terminate(self) -> None: ...
+    def close(self) -> None: ...
+    def output(self) -> str: ...
+
+
 @dataclass
 class Ready:
     """A sandbox ready for a notebook's first cell: its interpreter up, the assignment's seed set and
     support files in place, and the libraries its notebooks use already imported."""
 
-    sandbox: Sandbox
+    sandbox: StudentSandbox
     channel: Channel
 
     def close(self) -> None:
@@ -52,15 +63,9 @@ class Ready:
 
 
 def start_ready(
-    assignment: Assignment,
-    limits: Limits,
-    deadline: float,
-    preload: tuple[str, ...] = (),
-    sandbox: Sandbox | None = None,
+    assignment: Assignment, limits: Limits, deadline: float, sandbox: StudentSandbox, preload: tuple[str, ...] = ()
 ) -> Ready:
-    """Start a sandbox (or take one just spawned) and prepare it for the assignment (nothing of any
-    student's in it yet)."""
-    sandbox = sandbox or Sandbox(limits, deadline)
+    """Prepare a started sandbox for the assignment (nothing of any student's in it yet)."""
     channel = Channel(sandbox.read_fd, sandbox.write_fd, sandbox.terminate, limits.grace, limits.test_timeout, deadline)
     Values(channel)  # encodes the setup requests' arguments
     try:
@@ -95,35 +100,40 @@ def _operation(channel: Channel, op: str, args: dict) -> object:
 class Session:
     """The current sandbox of one grading; restarted (with the completed cells replayed) after a failure.
 
-    Its first sandbox may come from a WarmPool (started ahead); restarts start their own."""
+    Its first sandbox was prepared before the notebook arrived (`first`); restarts get a new one from
+    `new_sandbox`."""
 
-    def __init__(self, assignment: Assignment, limits: Limits, pool: WarmPool | SpawnedEarly | None = None) -> None:
-        self.assignment, self.limits, self.pool = assignment, limits, pool
+    def __init__(
+        self,
+        assignment: Assignment,
+        limits: Limits,
+        new_sandbox: Callable[[], StudentSandbox],
+        first: Ready | None = None,
+        preload: tuple[str, ...] = (),
+    ) -> None:
+        self.assignment, self.limits = assignment, limits
+        self.new_sandbox, self.first, self.preload = new_sandbox, first, preload
         self.deadline = time.monotonic() + limits.total_timeout
         self.completed: list[Cell] = []
         self.restarts = 0
         self.snapshots: dict[str, int] = {}  # question (or FINAL) -> pid of its snapshot in this sandbox
-        self.sandbox: Sandbox | None = None
+        self.sandbox: StudentSandbox | None = None
         self.channel: Channel | None = None
         self.values: Values | None = None
         self.on_check = lambda question: None
         self.replaying = False
         self.cells_done = False  # after the last cell, a replay also takes the final snapshot
-        self.peak_memory, self.cpu_seconds = 0, 0.0
 
     def start(self) -> None:
         self.snapshots = {}
-        ready = self.pool.take() if self.pool and not self.restarts else None
-        preload = self.pool.preload if self.pool else ()
-        ready = ready or start_ready(self.assignment, self.limits, self.deadline, preload)
+        ready, self.first = self.first, None
+        ready = ready or start_ready(self.assignment, self.limits, self.deadline, self.new_sandbox(), self.preload)
         self.sandbox, self.channel = ready.sandbox, ready.channel
-        self.sandbox.deadline = self.channel.overall_deadline = self.deadline
+        self.channel.overall_deadline = self.deadline
         self.values = Values(self.channel)
         self.values.on_check = self._check
 
     def _check(self, question: str) -> None:
-        if question not in self.assignment.questions:
-            raise FileNotFoundError(f"Test {question} does not exist")
         self.on_check(question)
 
     def request(self, op: str, **args: object) -> object:
@@ -185,13 +195,7 @@ class Session:
 
     def close(self) -> None:
         if self.sandbox is not None:
-            self.peak_memory = max(self.peak_memory, self.sandbox.memory_peak())
-            self.cpu_seconds += self.sandbox.cpu_seconds()
             self.sandbox.close()
-
-    def usage(self) -> dict[str, float]:
-        return {"peak_memory_mb": round(self.peak_memory / 2**20, 1), "cpu_seconds": round(self.cpu_seconds, 3),
-                "restarts": self.restarts}  # fmt: skip
 
 
 @dataclass
@@ -216,29 +220,37 @@ class Question:
 
 
 class Grading:
-    def __init__(
-        self, assignment: Assignment, cells: list[Cell], limits: Limits, pool: WarmPool | SpawnedEarly | None
-    ) -> None:
-        self.assignment, self.cells, self.limits, self.pool = assignment, cells, limits, pool
-        self.questions = {tf.name: Question(tf) for tf in assignment.load_tests()}
+    def __init__(self, assignment: Assignment, tests: list[TestFile], cells: list[Cell], session: Session) -> None:
+        self.assignment, self.cells, self.limits = assignment, cells, session.limits
+        self.questions = {tf.name: Question(tf) for tf in tests}
         self.order: list[str] = []  # as Otter reports them: first check first, then the rest
-        self.session = Session(assignment, limits, pool)
+        self.modules: object = None  # the top-level packages the notebook imported, for sandboxes started ahead
+        self.session = session
         self.session.on_check = self._on_check
         self.cell_errors: list[str] = []
         self.checks = 0
         self.current_cell = -1
         self.testing = False  # a check called from inside a test is ignored
 
-    def run(self) -> GradeResult:
+    def run(self) -> dict[str, Any]:
+        """The outcome: questions in Otter's order, which of their cases passed and the messages (manifest.py
+        turns it into scores on the grader's side)."""
         try:
             self.session.start()
             self._run_cells()
             self._score_hidden()
         finally:
             self.session.close()
-        questions = [self._result(name) for name in self.order]
-        return GradeResult("", sum(q.max_score for q in questions), questions, cell_errors=self.cell_errors,
-                           usage=self.session.usage())  # fmt: skip
+        results = {name: [self.questions[name].results[i] for i in range(len(self.questions[name].template.test_cases))]
+                   for name in self.order}  # fmt: skip
+        return {
+            "order": self.order,
+            "passed": {name: [r.passed for r in rs] for name, rs in results.items()},
+            "messages": {name: [r.message or "" for r in rs] for name, rs in results.items()},
+            "cell_errors": self.cell_errors,
+            "restarts": self.session.restarts,
+            "modules": self.modules,
+        }
 
     # -- phase 1: cells, snapshots and public tests ------------------------------------------------
     def _run_cells(self) -> None:
@@ -265,13 +277,15 @@ class Grading:
                 pass
         for name in unchecked:
             self._run_public(name)
-        if isinstance(self.pool, WarmPool) and self.session.dead is None:  # what its next sandboxes import
+        if self.session.dead is None:  # what the next sandboxes of the assignment may import ahead
             try:
-                self.pool.learn(self.session.request("modules"))
+                self.modules = self.session.request("modules")
             except SandboxFailure:
                 pass
 
     def _on_check(self, name: str) -> None:
+        if name not in self.questions:
+            raise FileNotFoundError(f"Test {name} does not exist")
         if self.testing or self.checks >= MAX_CHECKS:
             return
         self.checks += 1
@@ -350,72 +364,6 @@ class Grading:
             self.testing = False
         return results
 
-    # -- results ---------------------------------------------------------------------------------
-    def _result(self, name: str) -> QuestionResult:
-        question = self.questions[name]
-        tf = question.template
-        scored = type(tf)(tf.name, tf.path, tf.test_cases, tf.all_or_nothing)
-        scored.test_case_results = [question.results[i] for i in range(len(tf.test_cases))]
-        return QuestionResult.from_otter(scored)
-
 
 def _failed(case, reason: str | None) -> TestCaseResult:
     return TestCaseResult(test_case=case, message=f"❌ Test case failed\n{reason}", passed=False)
-
-
-def grade_cells(
-    assignment: Assignment, cells: list[Cell], options: GradeOptions, early: SpawnedEarly | None = None
-) -> GradeResult:
-    """Run the cells and the tests in this process; the caller has validated the notebook."""
-    limits = options.limits(assignment.limits)
-    pool = early or (warm_pool(assignment, limits, options.prestart) if options.prestart else None)
-    return Grading(assignment, cells, limits, pool).run()
-
-
-def _grade_in_own_process(assignment: Assignment, notebook: bytes, options: GradeOptions) -> GradeResult:
-    """Grade in a process of the assignment's (child.py) whose working directory holds the support files
-    and whose interpreter is the assignment's environment's: tests read files by relative path and
-    import packages, as they do under `otter run`."""
-    from .child import grade_in_child
-    from .environment import EnvironmentBuildError, prepare  # only assignments with packages pay for it
-
-    try:
-        environment = prepare(assignment.requirements)
-    except EnvironmentBuildError as e:
-        raise AssignmentError(f"the assignment's packages are not available: {e}") from None
-    return grade_in_child(assignment, environment.python, notebook, options)
-
-
-def grade_submission(
-    autograder: str | os.PathLike[str],
-    notebook: bytes | str | os.PathLike[str],
-    options: GradeOptions | None = None,
-    label: str | None = None,
-    early: SpawnedEarly | None = None,
-) -> GradeResult:
-    """Grade one notebook (bytes or a path) against an autograder zip; thread-safe.
-
-    Unusable input gives a result with `error` set and `invalid_input` True; a missing or broken
-    sandbox raises SandboxUnavailable (student code never runs unsandboxed). `early`: a sandbox spawned
-    for this grading before the grader was imported (the command line's); closed if not used.
-    """
-    options = options or GradeOptions()
-    assignment = load_assignment(autograder)
-    label = label or ("<bytes>" if isinstance(notebook, bytes) else str(notebook))
-    try:
-        try:
-            data = notebook if isinstance(notebook, bytes) else read_notebook(notebook, options.max_notebook_bytes)
-            cells = load_cells(data, assignment.name, options.max_notebook_bytes)
-        except InvalidSubmission as e:
-            return GradeResult(label, assignment.points, error=str(e), invalid_input=True)
-        if assignment.grades_in_own_process:
-            return replace(_grade_in_own_process(assignment, data, options), submission=label)
-        return replace(grade_cells(assignment, cells, options, early), submission=label)
-    finally:
-        if early is not None:
-            early.close()
-
-
-def check_submission(autograder: str | os.PathLike[str], data: bytes, max_bytes: int) -> None:
-    """Raise InvalidSubmission unless `data` is a gradable notebook for this assignment (runs nothing)."""
-    load_cells(data, load_assignment(autograder).name, max_bytes)

@@ -1,13 +1,14 @@
-"""Sandboxes started ahead for a grading service (opt-in: GradeOptions.prestart).
+"""Grading processes started ahead for a grading service (opt-in: GradeOptions.prestart).
 
-Starting a sandbox and importing the libraries a notebook uses is most of what a small notebook costs (a
-pandas import alone is a fifth of a second). A WarmPool keeps `size` sandboxes of one assignment ready
-(seed set, support files in place, the libraries its last graded notebook imported already imported) so
-the next grading starts at once; taking one starts its replacement in the background. Each sandbox is
-still used by one grading only: nothing of any student's is ever in a sandbox that waits in the pool.
+Starting a grading process and its sandbox, loading the tests and importing the libraries a notebook uses
+is most of what a small notebook costs (a pandas import alone is a fifth of a second). A WarmPool keeps
+`size` of them ready for one assignment (tests loaded, seed set, support files in place, the libraries
+its last graded notebook imported already imported) so the next grading starts at once; taking one starts
+its replacement in the background. Each is still used by one grading only: nothing of any student's is
+ever in a process that waits in the pool.
 
-Idle sandboxes are live processes under sandbox uids, so pooling is for long-running graders (the LTI
-tool's workers, a command-line batch), not for one-off gradings.
+Idle ones are live processes under sandbox uids, so pooling is for long-running graders (the LTI tool's
+workers, a command-line batch), not for one-off gradings.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .assignment import Assignment
-    from .grading import Ready
+    from .grader import GradingBox
     from .options import Limits
 
 log = logging.getLogger(__name__)
@@ -33,25 +34,25 @@ changes numpy's print options: it is never imported ahead)"""
 
 
 class WarmPool:
-    """`size` sandboxes of one assignment kept ready. They are started by one long-lived thread of the
-    pool's: bwrap dies with the thread that started it (--die-with-parent), so not a short-lived one."""
+    """`size` grading processes of one assignment kept ready. They are started by one long-lived thread of
+    the pool's: bwrap dies with the thread that started it (--die-with-parent), so not a short-lived one."""
 
     def __init__(self, assignment: Assignment, limits: Limits, size: int) -> None:
         self.assignment, self.limits, self.size = assignment, limits, size
         self.preload: tuple[str, ...] = ()
-        self._ready: deque[Ready] = deque()
+        self._ready: deque[GradingBox] = deque()
         self._wake = threading.Condition()
         self._closed = False
         self._starter = threading.Thread(target=self._keep_filled, daemon=True, name="warm-pool")
         self._starter.start()
 
-    def take(self) -> Ready | None:
-        """A ready sandbox (None if none is ready yet); its replacement starts in the background."""
+    def take(self) -> GradingBox | None:
+        """A ready grading process (None if none is ready yet); its replacement starts in the background."""
         with self._wake:
             ready = None
             while self._ready and ready is None:
                 candidate = self._ready.popleft()
-                if candidate.channel.dead is None and candidate.sandbox.proc.poll() is None:
+                if candidate.alive:
                     ready = candidate
                 else:
                     candidate.close()
@@ -64,7 +65,7 @@ class WarmPool:
             self.preload = tuple(sorted(PRELOADABLE.intersection(m for m in modules if isinstance(m, str))))
 
     def _keep_filled(self) -> None:
-        from .grading import start_ready  # grading imports this module
+        from .grader import started_box  # grader imports this module
 
         failures = 0
         while True:
@@ -72,7 +73,7 @@ class WarmPool:
                 self._wake.wait_for(lambda: self._closed or len(self._ready) < self.size, timeout=IDLE_LIFETIME / 2)
                 if self._closed:
                     return
-                expired = [r for r in self._ready if r.sandbox.deadline - time.monotonic() < IDLE_LIFETIME / 2]
+                expired = [r for r in self._ready if r.process.deadline - time.monotonic() < IDLE_LIFETIME / 2]
                 for ready in expired:
                     self._ready.remove(ready)
                 if len(self._ready) >= self.size:
@@ -80,7 +81,7 @@ class WarmPool:
             for ready in expired:
                 ready.close()
             try:
-                ready = start_ready(self.assignment, self.limits, time.monotonic() + IDLE_LIFETIME, self.preload)
+                ready = started_box(self.assignment, self.limits, self.preload, IDLE_LIFETIME)
             except Exception as e:  # the grading that would have taken it starts its own and reports why
                 if not failures:
                     log.warning("could not start a sandbox ahead (trying again, less and less often): %s", e)
@@ -109,31 +110,30 @@ class WarmPool:
 
 
 class SpawnedEarly:
-    """One sandbox spawned at once, for the one grading that follows in this process: its interpreter starts
-    while this process does other work (`python -m autograder` imports the rest of the grader meanwhile).
-    Only its process is started here; the grading takes it (`take`) and prepares it as any other."""
-
-    preload: tuple[str, ...] = ()
+    """One grading process and its sandbox spawned at once, for the one grading that follows in this
+    process: they start while this process does other work (`python -m autograder` imports the rest of the
+    grader meanwhile). The grading takes it (`take`) once it is ready."""
 
     def __init__(self, assignment: Assignment, limits: Limits) -> None:
-        from .sandbox import Sandbox
+        from .grader import START_TIMEOUT, GradingBox
 
-        self.assignment, self.limits = assignment, limits
-        self._sandbox: Sandbox | None = Sandbox(limits, time.monotonic() + limits.total_timeout)
+        self._box: GradingBox | None = GradingBox(assignment, limits, time.monotonic() + START_TIMEOUT)
 
-    def take(self) -> Ready | None:
-        from .grading import start_ready
-
-        sandbox, self._sandbox = self._sandbox, None
-        if sandbox is None:
-            return None
-        return start_ready(self.assignment, self.limits, sandbox.deadline, sandbox=sandbox)
+    def take(self) -> GradingBox | None:
+        box, self._box = self._box, None
+        if box is not None:
+            try:
+                box.wait_ready()
+            except BaseException:
+                box.close()
+                raise
+        return box
 
     def close(self) -> None:
-        """Kill the sandbox if no grading took it."""
-        if self._sandbox is not None:
-            self._sandbox.close()
-            self._sandbox = None
+        """Kill it if no grading took it."""
+        if self._box is not None:
+            self._box.close()
+            self._box = None
 
 
 MAX_POOLS = 4
@@ -161,7 +161,7 @@ def warm_pool(assignment: Assignment, limits: Limits, size: int) -> WarmPool:
 
 @atexit.register
 def close_all() -> None:
-    """Kill every sandbox waiting in a pool (they would die with this process anyway)."""
+    """Kill every grading process waiting in a pool (they would die with this process anyway)."""
     with _POOLS_LOCK:
         pools = list(_POOLS.values())
         _POOLS.clear()

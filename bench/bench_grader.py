@@ -4,7 +4,8 @@ Run with `make bench`. Three comparisons, each reported as medians and ratios (t
 
 1. Decode: the reference solution, the unanswered notebook and every correct and wrong corpus entry, as
    whole notebooks: median and p95 latency per submission, throughput with 2 parallel jobs, peak memory,
-   per-question parity.
+   per-question parity, and the CPU time of our two boxes per submission (the student's sandbox and the
+   grading process that runs the tests), start included.
 2. A pandas assignment of the parity corpus (gradebook: support files, exception tests taking `pd`):
    its solution, unanswered and broken notebooks, latency and parity.
 3. The command line grading one Decode notebook, process start included, against `otter run`'s.
@@ -117,19 +118,21 @@ def our_grader(subs: dict[str, bytes], zip_path: Path, rounds: int) -> dict:
     """As a grading service runs it: imports done, sandboxes started ahead (GradeOptions.prestart)."""
     options = GradeOptions(prestart=JOBS)
     grade_submission(zip_path, next(iter(subs.values())), options)
-    latencies, peaks, scores = [], [], {}
+    latencies, peaks, scores, cpu = [], [], {}, {"sandbox": [], "grading process": []}
     for _ in range(rounds):
         for name, data in subs.items():
             started = time.perf_counter()
             result = grade_submission(zip_path, data, options)
             latencies.append(time.perf_counter() - started)
             peaks.append(result.usage["peak_memory_mb"])
+            cpu["sandbox"].append(result.usage["cpu_seconds"])
+            cpu["grading process"].append(result.usage["tests_cpu_seconds"])
             scores[name] = {q.name: round(q.score, 5) for q in result.questions}
     started = time.perf_counter()
     with ThreadPoolExecutor(JOBS) as pool:
         done = list(pool.map(lambda data: grade_submission(zip_path, data, options), list(subs.values()) * rounds))
     throughput = len(done) / (time.perf_counter() - started)
-    return {"latencies": latencies, "peak_mb": max(peaks), "throughput": throughput, "scores": scores}
+    return {"latencies": latencies, "peak_mb": max(peaks), "throughput": throughput, "scores": scores, "cpu": cpu}
 
 
 def report(title: str, stock: dict, ours: dict, names: list[str]) -> None:
@@ -141,6 +144,8 @@ def report(title: str, stock: dict, ours: dict, names: list[str]) -> None:
               f"{r['throughput']:>10.2f} {r['peak_mb']:>8.1f}")  # fmt: skip
     ratio = statistics.median(stock["latencies"]) / statistics.median(ours["latencies"])
     print(f"median latency ratio (stock / ours): {ratio:.1f}x")
+    cpu = {box: statistics.median(seconds) * 1000 for box, seconds in ours["cpu"].items()}
+    print("CPU per submission, median (start included): " + ", ".join(f"{b} {ms:.0f} ms" for b, ms in cpu.items()))
     print(f"throughput ratio (ours / stock): {ours['throughput'] / stock['throughput']:.1f}x")
     stock_scores = {n: {q: round(s, 5) for q, s in stock["scores"][n].items()} for n in names}
     mismatches = [n for n in names if stock_scores[n] != ours["scores"][n]]

@@ -22,13 +22,13 @@ import gc
 import io
 import keyword
 import os
-import resource
 import sys
 import types
 
 from . import codec as codec_module
 from . import wire
 from .codec import Blobs, Decoder, Encoder
+from .startup import start
 
 _BUILTINS = {k: v for k, v in vars(builtins).items() if not k.startswith("__")}
 for _module in (sys.modules[__name__], codec_module, wire):
@@ -554,31 +554,8 @@ class _KernelShell:
         return getattr(_shell(self._namespace).shell, name)
 
 
-def _limit(kind, value):
-    resource.setrlimit(kind, (value, value))
-
-
-def _add_site_dirs(directories):
-    """The environment's packages. The interpreter starts without `site` (-S) so that the grader's own
-    editable-install hook (a .pth file importing a path finder) is not run at every sandbox start."""
-    import site
-
-    for directory in directories:
-        sys.path.append(directory)
-        for name in sorted(os.listdir(directory)):
-            if name.endswith(".pth") and not name.startswith("__editable__"):
-                site.addpackage(directory, name, set())
-
-
 def main():
-    read_fd, write_fd, memory, cpu, nproc, fsize = map(int, sys.argv[1:7])
-    _add_site_dirs(_loads(sys.argv[7]))
-    _limit(resource.RLIMIT_AS, memory)
-    _limit(resource.RLIMIT_CPU, cpu)
-    _limit(resource.RLIMIT_NPROC, nproc)
-    _limit(resource.RLIMIT_FSIZE, fsize)
-    _limit(resource.RLIMIT_NOFILE, 256)
-    _limit(resource.RLIMIT_CORE, 0)
+    read_fd, write_fd = start(2)
     channel = Channel(read_fd, write_fd)
     os.set_inheritable(read_fd, False)
     os.set_inheritable(write_fd, False)

@@ -19,8 +19,10 @@ import sys
 import sysconfig
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..errors import SandboxUnavailable
 from ..options import Limits
 from .cgroups import CgroupUnavailable, SandboxCgroup
 from .cgroups import Limits as CgroupLimits
@@ -49,10 +51,6 @@ SITE_DIRS = [
 ]
 
 
-class SandboxUnavailable(RuntimeError):
-    """The sandbox cannot be started; student code is never run without it."""
-
-
 _UIDS = UidPool()
 compileall.compile_dir(INSIDE, quiet=2)  # every sandbox then loads the runner from bytecode
 
@@ -70,11 +68,20 @@ def _ancestors(path: str) -> list[str]:
     return sorted(parents, key=len)
 
 
-def bwrap_argv(limits: Limits, uid: int, read_fd: int, write_fd: int, info_fd: int) -> list[str]:
-    """The full command line; read_fd/write_fd are the runner's protocol pipe ends."""
-    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *SITE_DIRS)}
-    python_roots = sorted(r for r in roots if not any(r.startswith(other + os.sep) for other in roots))
-    dirs = sorted({d for root in python_roots for d in _ancestors(root)}, key=len)
+def python_roots(site_dirs: Sequence[str]) -> list[str]:
+    """The directories that hold the interpreter and the packages it sees (none inside another)."""
+    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *site_dirs)}
+    return sorted(r for r in roots if not any(r.startswith(other + os.sep) for other in roots))
+
+
+def bwrap_argv(
+    limits: Limits, uid: int, info_fd: int, site_dirs: Sequence[str], binds: Sequence[tuple[str, str]]
+) -> list[str]:
+    """bwrap up to the program to run: the system, Python and `binds` (host path, path inside) read-only, a
+    size-capped /tmp, no network, and the program started as `uid` with no capabilities."""
+    roots = python_roots(site_dirs)
+    inside = [target for _, target in binds]
+    dirs = sorted({d for path in [*roots, *inside] for d in _ancestors(path)}, key=len)
     argv = [
         find_bwrap(limits),
         "--unshare-ipc",
@@ -104,79 +111,87 @@ def bwrap_argv(limits: Limits, uid: int, read_fd: int, write_fd: int, info_fd: i
     ]  # fmt: skip
     for d in dirs:
         argv += ["--perms", "0755", "--dir", d]
-    for root in python_roots:
+    for root in roots:
         argv += ["--ro-bind", root, root]
-    argv += ["--perms", "0755", "--dir", "/opt/grader"]
-    argv += ["--ro-bind", str(INSIDE), INSIDE_MOUNT, "--chdir", "/tmp", "--"]
+    for source, target in binds:
+        argv += ["--ro-bind", source, target]
+    argv += ["--chdir", "/tmp", "--"]
     argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-    argv += ["--inh-caps=-all", "--bounding-set=-all", "--"]
-    argv += [sys.executable, "-I", "-S", "-c", START, str(read_fd), str(write_fd)]
+    return argv + ["--inh-caps=-all", "--bounding-set=-all", "--"]
+
+
+def python_argv(start: str, limits: Limits, fds: Sequence[int], site_dirs: Sequence[str]) -> list[str]:
+    """The interpreter running `start` (isolated, no `site`), with what its `main` reads from argv: the
+    inherited fds, the rlimits to set (address space, CPU seconds, processes, file size) and the site dirs."""
     memory = limits.memory_mb * 1024 * 1024
-    argv += [str(memory), str(int(limits.total_timeout) + 1), str(limits.max_processes), str(memory)]
-    return argv + [json.dumps(SITE_DIRS)]
+    rlimits = [memory, int(limits.total_timeout) + 1, limits.max_processes, memory]
+    return [sys.executable, "-I", "-S", "-c", start, *map(str, [*fds, *rlimits]), json.dumps(list(site_dirs))]
 
 
-class Sandbox:
-    """One running sandbox: a child process, its cgroup, the two protocol pipe ends and a watchdog."""
+class Confined:
+    """A process in bubblewrap as a uid of the pool (one per live process), in a cgroup of its own that caps
+    memory, processes and CPU of everything it starts, killed by a watchdog at its deadline. `program(uid,
+    info_fd)` is its bwrap command line; `pass_fds` are the ends it inherits (closed here once it started)."""
 
-    def __init__(self, limits: Limits, deadline: float) -> None:
+    def __init__(
+        self, limits: Limits, deadline: float, program: Callable[[int, int], list[str]], pass_fds: Sequence[int]
+    ) -> None:
         uid = _UIDS.acquire(limits.sandbox_uid)
         if uid is None:
+            _close_all(pass_fds)
             raise SandboxUnavailable("more than 64 sandboxes are running at once on this machine")
         self.uid = uid
         self._stopped = threading.Event()
         self._closed = False
         self._output = bytearray()
+        self._own_fds: list[int] = []
         try:
             self.cgroup = SandboxCgroup.create(
                 f"uid-{uid}", CgroupLimits(limits.memory_mb * 1024 * 1024, limits.max_processes, limits.cpus)
             )
         except CgroupUnavailable as e:
+            _close_all(pass_fds)
             _UIDS.release(uid)
             raise SandboxUnavailable(str(e)) from None
-        self._start(limits, uid)
+        self._start(program, uid, pass_fds)
         self.deadline = deadline
         self._watchdog = threading.Thread(target=self._watch, daemon=True, name=f"watchdog-{uid}")
         self._watchdog.start()
 
-    def _start(self, limits: Limits, uid: int) -> None:
-        child_read, self.write_fd = os.pipe()
-        self.read_fd, child_write = os.pipe()
+    def _start(self, program: Callable[[int, int], list[str]], uid: int, pass_fds: Sequence[int]) -> None:
         self._info_fd, child_info = os.pipe()
         os.set_blocking(self._info_fd, False)
         try:
-            argv = bwrap_argv(limits, uid, child_read, child_write, child_info)
+            argv = program(uid, child_info)
             self.proc = subprocess.Popen(
                 ["/bin/sh", "-c", JOIN_CGROUP, "sh", *map(str, self.cgroup.procs_files), "--", *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                pass_fds=(child_read, child_write, child_info),
+                pass_fds=(*pass_fds, child_info),
             )
         except BaseException as e:
-            for fd in (self.write_fd, self.read_fd, self._info_fd):
-                os.close(fd)
+            os.close(self._info_fd)
             self.cgroup.remove()
             _UIDS.release(uid)
             if isinstance(e, OSError | SandboxUnavailable):
                 raise SandboxUnavailable(f"cannot start bwrap ({e}): {INSTALL_HINT}") from None
             raise
         finally:
-            for fd in (child_read, child_write, child_info):
-                os.close(fd)
+            _close_all([*pass_fds, child_info])
         self._drainer = threading.Thread(target=self._drain, daemon=True)
         self._drainer.start()
 
     def _drain(self) -> None:
-        """Read the sandbox's fds 1/2 to EOF so it never blocks, keeping only a capped prefix."""
+        """Read the process's fds 1/2 to EOF so it never blocks, keeping only a capped prefix."""
         assert self.proc.stdout is not None
         while chunk := self.proc.stdout.read1(65536):
             if len(self._output) < OUTPUT_CAP:
                 self._output += chunk[: OUTPUT_CAP - len(self._output)]
 
     def _watch(self) -> None:
-        """Kill the sandbox at its deadline, whatever the grading thread is doing (blocked or not). The
-        deadline may move (a sandbox started ahead gets its grading's deadline when it is taken)."""
+        """Kill it at its deadline, whatever the grading thread is doing (blocked or not). The deadline may
+        move (a sandbox started ahead gets its grading's deadline when it is taken)."""
         while not self._stopped.wait(min(max(self.deadline - time.monotonic(), 0), WATCH_INTERVAL)):
             if time.monotonic() >= self.deadline:
                 self.terminate()
@@ -187,11 +202,11 @@ class Sandbox:
         return self._output.decode("utf-8", "replace").strip()
 
     def memory_peak(self) -> int:
-        """The most memory all the sandbox's processes held at once, in bytes."""
+        """The most memory all its processes held at once, in bytes."""
         return self.cgroup.memory_peak()
 
     def cpu_seconds(self) -> float:
-        """CPU time used by all the sandbox's processes so far."""
+        """CPU time used by all its processes so far."""
         return self.cgroup.cpu_seconds()
 
     def child_pid(self) -> int | None:
@@ -202,30 +217,64 @@ class Sandbox:
             return None
 
     def terminate(self) -> None:
-        """Kill every process of the sandbox (bwrap and all below it); safe from any thread. The grading
-        thread then reads end-of-file and fails the sandbox; its resources are freed by close()."""
+        """Kill every process of it (bwrap and all below it); safe from any thread. The thread talking to it
+        then reads end-of-file; its resources are freed by close()."""
         if not self._closed:
             self.cgroup.kill()
 
     def close(self) -> None:
-        """Kill the sandbox and free its pipes, cgroup and uid; idempotent; only its grading thread calls it
-        (a pipe closed under a thread still reading it could be reused by another sandbox)."""
+        """Kill it and free its pipes, cgroup and uid; idempotent; only the thread talking to it calls it (a
+        pipe closed under a thread still reading it could be reused by another sandbox)."""
         if self._closed:
             return
         self._stopped.set()
         self._watchdog.join()
-        self.proc.kill()  # a sandbox closed just after its start may not have joined its cgroup yet
+        self.proc.kill()  # a process closed just after its start may not have joined its cgroup yet
         self.cgroup.kill()
         self._closed = True
         self.proc.wait()
         self.cgroup.remove()
         wait_until_reaped(self.uid)
-        for fd in (self.write_fd, self.read_fd, self._info_fd):
-            os.close(fd)
+        _close_all([*self._own_fds, self._info_fd])
         self._drainer.join(timeout=5)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         _UIDS.release(self.uid)
+
+
+class Sandbox(Confined):
+    """The sandbox that runs student code: the runner of `inside/`, speaking over two pipes (read_fd,
+    write_fd on this side). `site_dirs`: the packages it sees (an assignment's environment's, or the
+    grader's own)."""
+
+    def __init__(self, limits: Limits, deadline: float, site_dirs: Sequence[str] = ()) -> None:
+        site_dirs = list(site_dirs or SITE_DIRS)
+        child_read, self.write_fd = os.pipe()
+        self.read_fd, child_write = os.pipe()
+
+        def program(uid: int, info_fd: int) -> list[str]:
+            argv = bwrap_argv(limits, uid, info_fd, site_dirs, [(str(INSIDE), INSIDE_MOUNT)])
+            return argv + python_argv(START, limits, [child_read, child_write], site_dirs)
+
+        try:
+            super().__init__(limits, deadline, program, (child_read, child_write))
+        except BaseException:
+            _close_all([self.write_fd, self.read_fd])
+            raise
+        self._own_fds = [self.write_fd, self.read_fd]
+
+    def hand_over(self) -> None:
+        """Another process talks to it now (it holds the pipes): close this process's ends."""
+        _close_all(self._own_fds)
+        self._own_fds, self.read_fd, self.write_fd = [], -1, -1
+
+
+def _close_all(fds: Sequence[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def wait_until_reaped(uid: int) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 
-from autograder import load_assignment
+from autograder import inspect_assignment, load_assignment
 from autograder.environment import requirements_of
 
 
@@ -37,19 +37,20 @@ class Summary:
 
 
 def summarize(zip_path: str | os.PathLike[str]) -> Summary:
-    """Read an autograder zip (AssignmentError or EnvironmentBuildError when it is not usable)."""
-    assignment = load_assignment(zip_path)
+    """Read an autograder zip (AssignmentError or EnvironmentBuildError when it is not usable). Its tests are
+    loaded in a grading process of their own (course code never runs in the tool's processes)."""
+    manifest = inspect_assignment(zip_path)
     questions = tuple(
         Question(
-            tf.name,
-            float(tf.possible),
-            public=sum(not case.hidden for case in tf.test_cases),
-            hidden=sum(bool(case.hidden) for case in tf.test_cases),
+            q.name,
+            q.points,
+            public=sum(not case.hidden for case in q.cases),
+            hidden=sum(case.hidden for case in q.cases),
         )
-        for tf in assignment.load_tests()
+        for q in manifest.questions
     )
     requirements = requirements_of(zip_path)
-    return Summary(assignment.name, assignment.points, questions, ", ".join(requirements.pip))
+    return Summary(load_assignment(zip_path).name, manifest.points, questions, ", ".join(requirements.pip))
 
 
 def questions_of(stored: list[dict]) -> list[Question]:

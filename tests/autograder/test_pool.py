@@ -1,5 +1,5 @@
-"""Sandboxes started ahead (GradeOptions.prestart): each is used by one grading only, starts clean, and
-imports ahead only what changes nothing a notebook can see."""
+"""Grading processes and their sandboxes started ahead (GradeOptions.prestart): each is used by one grading
+only, starts clean, and imports ahead only what changes nothing a notebook can see."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import time
 
 from autograder import GradeOptions, grade_submission
 from autograder.assignment import load_assignment
+from autograder.notebook import Cell
 from autograder.options import Limits
 from autograder.pool import WarmPool
 from tests.autograder.host import sandbox_processes
@@ -25,23 +26,16 @@ def test_a_sandbox_started_ahead_is_alive_and_imports_only_harmless_libraries(to
     try:
         pool.learn(["numpy", "datascience", "os", "pandas"])
         assert pool.preload == ("numpy", "pandas")  # datascience changes numpy's print options
+        wait_for_ready(pool).close()  # the first may predate learn()
         ready = wait_for_ready(pool)
-        if "numpy" not in _modules(ready):  # the first may predate learn()
-            ready.close()
-            ready = wait_for_ready(pool)
-        assert ready.sandbox.proc.poll() is None  # alive after the thread that started it went on
-        assert {"numpy", "pandas"} <= set(_modules(ready)) and "datascience" not in _modules(ready)
+        assert ready.alive  # alive after the thread that started it went on
+        imported = "import sys\nassert {'numpy', 'pandas'} <= set(sys.modules) and 'datascience' not in sys.modules\n"
+        result = ready.grade([Cell(0, imported)], "imports")
         ready.close()
     finally:
         pool.close()
+    assert result.cell_errors == []
     assert sandbox_processes() == []
-
-
-def _modules(ready) -> list[str]:
-    from autograder.values import Values
-
-    Values(ready.channel)
-    return ready.channel.request("modules", 5)
 
 
 def test_nothing_of_one_grading_reaches_the_next_through_the_pool(toy):
@@ -85,7 +79,7 @@ def test_while_sandboxes_cannot_start_the_pool_tries_less_and_less_often_and_say
     """A machine without bubblewrap (or out of sandbox uids): one warning, waits that grow, a prompt close."""
     import threading
 
-    from autograder import grading
+    from autograder import grader
     from autograder.sandbox import SandboxUnavailable
 
     tries: list[float] = []
@@ -96,7 +90,7 @@ def test_while_sandboxes_cannot_start_the_pool_tries_less_and_less_often_and_say
         tried.release()
         raise SandboxUnavailable("bubblewrap not found")
 
-    monkeypatch.setattr(grading, "start_ready", cannot_start)
+    monkeypatch.setattr(grader, "started_box", cannot_start)
     pool = WarmPool(load_assignment(toy.zip), Limits(), size=1)
     try:
         for _ in range(3):

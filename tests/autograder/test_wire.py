@@ -13,6 +13,7 @@ from autograder.assignment import load_assignment
 from autograder.grading import start_ready
 from autograder.inside import wire
 from autograder.options import Limits
+from autograder.sandbox import Sandbox
 from autograder.values import Values
 
 MESSAGES = [
@@ -55,7 +56,8 @@ def test_what_is_not_data_is_refused():
 
 def test_a_sandbox_starts_without_json_re_or_enum(toy):
     """The runner's own imports stay small: each of these costs milliseconds of every grading's start."""
-    ready = start_ready(load_assignment(toy.zip), Limits(), time.monotonic() + 30)
+    deadline = time.monotonic() + 30
+    ready = start_ready(load_assignment(toy.zip), Limits(), deadline, Sandbox(Limits(), deadline))
     try:
         Values(ready.channel)
         modules = set(ready.channel.request("modules", 5))

@@ -1,0 +1,174 @@
+"""A course's test code runs confined (issue 18): in a grading process of its own, it can affect only the
+grading it belongs to.
+
+Each attack is a test case in the toy assignment's q1 test file, written as course staff could write it;
+the case PASSES only when the attack was blocked, so the question's score says whether it held. The grader
+process sets secrets where the tool keeps them (keys, database, other assignments' zips and submissions,
+environment variables) and listens on loopback; none of it may be reached.
+"""
+
+from __future__ import annotations
+
+import socket
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder import GradeOptions, grade_submission
+from tests.autograder.host import sandbox_processes
+
+CANARY = "course-attack-canary-51c2"
+OPTIONS = GradeOptions(cell_timeout=5, test_timeout=5, total_timeout=20, grace=0.5)
+
+HEADER = """
+from otter.test_files import test_case
+import os, socket, json, struct
+OK_FORMAT = False
+name = "q1"
+points = 2
+"""
+
+ATTACKS = {
+    "read the keys, the database, other courses' zips and submissions": """
+        for path in SECRET_PATHS:
+            try:
+                data = open(path, "rb").read()
+            except OSError:
+                continue
+            raise AssertionError(f"read {path}: {data[:40]!r}")
+    """,
+    "read the grader's environment variables": """
+        assert not any(CANARY in value for value in os.environ.values()), "a secret of the grader's environment"
+        assert "DECODE_GRADER_SECRET" not in os.environ
+    """,
+    "see the grader's processes in /proc": """
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        for pid in pids:
+            try:
+                command = open(f"/proc/{pid}/cmdline", "rb").read()
+            except OSError:
+                continue
+            assert b"-m" + bytes(1) + b"pytest" not in command, f"process {pid} is the grader: {command[:80]!r}"
+        assert len(pids) <= 3, f"processes beyond its own: {pids}"
+    """,
+    "reach the network": """
+        try:
+            socket.create_connection(("127.0.0.1", LISTENER_PORT), timeout=2).close()
+        except OSError:
+            pass
+        else:
+            raise AssertionError("reached the grader's loopback")
+    """,
+    "write outside its scratch directory": """
+        for folder in ["/", "/usr", "/opt/grader/autograder", "/etc", "/var", SECRET_DIR]:
+            try:
+                open(os.path.join(folder, "written-by-course.txt"), "w").write("x")
+            except OSError:
+                continue
+            raise AssertionError(f"wrote into {folder}")
+        open("scratch.txt", "w").write("its own working directory is writable")
+    """,
+    "fork without end": """
+        children = 0
+        try:
+            for _ in range(5000):
+                if os.fork() == 0:
+                    import time
+                    time.sleep(60)
+                    os._exit(0)
+                children += 1
+        except OSError:
+            pass
+        assert children < 5000, "forked 5000 processes"
+    """,
+    "allocate without end": """
+        try:
+            hoard = [bytearray(256 << 20) for _ in range(64)]
+        except MemoryError:
+            pass
+        else:
+            raise AssertionError(f"held {len(hoard) * 256} MB")
+    """,
+}
+
+
+def hostile_zip(toy, tmp_path: Path, body: str, **names) -> Path:
+    """The toy assignment with q1's tests replaced by one case running `body` (it passes when blocked)."""
+    source = HEADER + "".join(f"{k} = {v!r}\n" for k, v in names.items())
+    source += "\n@test_case(points=None, hidden=False)\ndef test_attack(square):\n" + textwrap.indent(
+        textwrap.dedent(body), "    "
+    )
+    target = tmp_path / "hostile-autograder.zip"
+    with zipfile.ZipFile(toy.zip) as original, zipfile.ZipFile(target, "w") as out:
+        for item in original.infolist():
+            out.writestr(item, source if item.filename == "tests/q1.py" else original.read(item))
+    return target
+
+
+@pytest.fixture
+def grader_secrets(tmp_path, monkeypatch):
+    """Files and variables as the LTI tool holds them: each must stay out of reach of course code."""
+    folder = tmp_path / "var"
+    paths = []
+    for name in ("keys/private.pem", "grader.db", "assignments/other-course.zip", "secret_key"):
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(CANARY)
+        paths.append(str(path))
+    monkeypatch.setenv("DECODE_GRADER_SECRET", CANARY)
+    monkeypatch.setenv("SECRET_KEY", CANARY)
+    return str(folder), paths
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=str)
+def test_a_course_test_file_cannot_reach_beyond_its_grading(toy, tmp_path, grader_secrets, attack):
+    folder, paths = grader_secrets
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        names = dict(SECRET_PATHS=paths, SECRET_DIR=folder, CANARY=CANARY,
+                     LISTENER_PORT=listener.getsockname()[1])  # fmt: skip
+        zip_path = hostile_zip(toy, tmp_path, ATTACKS[attack], **names)
+        result = grade_submission(zip_path, toy.notebook("course-attack"), OPTIONS)
+    (q1,) = [q for q in result.questions if q.name == "q1"]
+    assert result.error is None
+    assert q1.score == q1.max_score == 2, q1.tests[0].message
+    assert not any(Path(folder, "written-by-course.txt").exists() for folder in ("/", "/usr", "/etc", "/var"))
+    assert sandbox_processes() == []
+
+
+def test_a_course_test_that_never_ends_costs_only_its_grading(toy, tmp_path):
+    zip_path = hostile_zip(toy, tmp_path, "while True:\n    pass\n")
+    options = GradeOptions(cell_timeout=2, test_timeout=2, total_timeout=3, grace=0.5)
+    result = grade_submission(zip_path, toy.notebook("course-loop"), options)
+    assert result.error is not None and ("in time" in result.error or "more time or memory" in result.error)
+    assert result.score == 0
+    assert sandbox_processes() == []
+
+
+FORGE = """
+sockets = []
+for fd in map(int, os.listdir("/proc/self/fd")):
+    try:
+        s = socket.socket(fileno=os.dup(fd))
+        s.getsockname()
+        sockets.append(s)
+    except OSError:
+        pass
+for s in sockets:
+    if s.family == socket.AF_UNIX:
+        forged = {"outcome": {"order": ["q1", "q2", "q9"], "passed": {"q1": [True], "q2": [True], "q9": [True]},
+                              "messages": {"q1": [""], "q2": [""], "q9": [""]}}}
+        data = json.dumps(forged).encode()
+        s.sendall(struct.pack(">I", len(data)) + data)
+os._exit(0)
+"""
+
+
+def test_a_forged_outcome_gives_no_question_or_point_the_assignment_does_not_have(toy, tmp_path):
+    result = grade_submission(hostile_zip(toy, tmp_path, FORGE), toy.notebook("course-forge"), OPTIONS)
+    assert result.error is not None and "could not be run" in result.error
+    assert result.score == 0 and result.questions == []
+    assert sandbox_processes() == []
