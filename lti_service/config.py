@@ -40,9 +40,9 @@ class Config:
     """MAX_UPLOAD_BYTES: larger uploads get 413 (default 5 MB)"""
     max_assignment_bytes: int = field(default_factory=lambda: int(_env("MAX_ASSIGNMENT_BYTES", str(50 * 1024 * 1024))))
     """MAX_ASSIGNMENT_BYTES: the files of one assignment course staff upload (default 50 MB)"""
-    course_assignments: bool = field(default_factory=lambda: _env("COURSE_ASSIGNMENTS", "0") == "1")
-    """COURSE_ASSIGNMENTS=1: course staff add their course's own assignments, whose tests then run with the
-    grader's rights; by default only operators add assignments (CLI) and courses choose among them"""
+    course_assignments: bool = field(default_factory=lambda: _env("COURSE_ASSIGNMENTS", "1") == "1")
+    """COURSE_ASSIGNMENTS=1 (the default): course staff add their course's own assignments (their tests run
+    confined, in a grading process of their own); 0: only operators add them (CLI) and courses choose"""
     score_policy: str = field(default_factory=lambda: _env("SCORE_POLICY", "best"))
     """SCORE_POLICY: "best" (a worse later attempt never lowers the gradebook) or "latest\""""
     trust_proxy: bool = field(default_factory=lambda: _env("TRUST_PROXY", "0") == "1")

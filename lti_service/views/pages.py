@@ -52,9 +52,9 @@ def is_staff(launch: Launch) -> bool:
 
 
 ADDING_TURNED_OFF = (
-    "Course staff do not add assignments on this server: an assignment's tests run with the grader's own "
-    "rights, so the tool's operator adds them (python -m lti_service assignment add), unless they choose to "
-    "trust every course's staff that far (COURSE_ASSIGNMENTS=1). Ask them to add yours."
+    "On this server, only the people who run the grading tool add assignments; courses choose among those. "
+    "To use an assignment of your own, send its master notebook to them (your school's LMS administrator "
+    "knows who they are)."
 )
 
 

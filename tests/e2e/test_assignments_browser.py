@@ -22,7 +22,7 @@ COURSE = "course-many"
 GRADING_TIMEOUT_MS = 90_000
 BUILD_TIMEOUT_MS = 90_000  # otter assign in its sandbox, then the solution graded
 NAMES = {"student-ada": "Ada Lovelace", "student-grace": "Grace Hopper"}
-TOOL_ENV = {"COURSE_ASSIGNMENTS": "1"}  # course staff add their own assignments (off by default)
+TOOL_ENV = {"COURSE_ASSIGNMENTS": "1"}  # course staff add their own assignments (the default, said explicitly)
 
 
 @pytest.fixture(scope="module")

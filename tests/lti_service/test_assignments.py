@@ -26,7 +26,7 @@ from tests.parity.harness import ASSIGNMENTS
 DECODE = "Decode: one token at a time"
 RAINFALL = ASSIGNMENTS / "rainfall"
 LAB_4 = "Lab 4: Rain over three cities"
-TOOL_ENV = {"COURSE_ASSIGNMENTS": "1"}  # course staff add their own assignments (off by default)
+TOOL_ENV = {"COURSE_ASSIGNMENTS": "1"}  # course staff add their own assignments (the default, said explicitly)
 
 
 @pytest.fixture(scope="module")
@@ -236,16 +236,31 @@ def comparison(page: str) -> dict[str, tuple[str, str]]:
     return {user: (f"{float(before):.2f}", f"{float(after):.2f}") for user, before, after in rows}
 
 
-def test_by_default_only_operators_add_assignments_and_course_staff_are_told_why(tmp_path):
-    """An assignment's tests run with the grader's rights: course staff add theirs only where the operator
-    chose to trust them that far (COURSE_ASSIGNMENTS=1)."""
+def test_course_staff_add_assignments_by_default(tmp_path):
+    """Their tests run confined (issue 18), so no setting is needed for course staff to add their own."""
     lms = start_lms(tmp_path)
+    try:
+        staff = staff_page(lms, "many-default")
+        assert "This course's assignments" in unescape(staff.html)
+        assert ADDING_TURNED_OFF not in unescape(staff.html)
+        assert staff.session.get(f"{staff.url}/assignments", timeout=10).status_code == 200
+    finally:
+        lms.tool.stop()
+        lms.platform.stop()
+
+
+def test_where_the_operator_turns_adding_off_course_staff_are_told_in_their_words(tmp_path):
+    """COURSE_ASSIGNMENTS=0: only the operators add assignments; the pages say what a teacher can do,
+    without commands or settings."""
+    lms = start_lms(tmp_path, COURSE_ASSIGNMENTS="0")
     try:
         staff = staff_page(lms, "many-default")
         assert "This course's assignments" not in unescape(staff.html)
         assert ADDING_TURNED_OFF in unescape(staff.html) and ADDING_TURNED_OFF in unescape(
             deep_linking(lms, "many-default")
         )
+        for page in (staff.html, deep_linking(lms, "many-default")):
+            assert "python -m" not in page and "COURSE_ASSIGNMENTS" not in page  # no operator jargon
         refused = upload_assignment(staff, RAINFALL / "rainfall.ipynb")
         assert refused.status_code == 403 and ADDING_TURNED_OFF in unescape(refused.text)
         assert staff.session.get(f"{staff.url}/assignments", timeout=10).status_code == 403
