@@ -40,8 +40,9 @@ SENT_LIMITS = ("cell_timeout", "test_timeout", "total_timeout", "grace", "max_re
 
 
 class GradingBox:
-    """A grading process for one grading of an assignment, with the student sandboxes it is given (the
-    first at once, with `sandbox=True`; a fresh one whenever it asks, up to its limit of restarts)."""
+    """A grading process for one grading of an assignment, with the student sandboxes it is given: the first
+    (with `sandbox=True`) is started beside it and handed over once its tests are loaded (`wait_ready`); a
+    fresh one whenever it asks, up to its limit of restarts."""
 
     def __init__(
         self, assignment: Assignment, limits: Limits, deadline: float, preload: tuple[str, ...] = (), sandbox=True
@@ -72,10 +73,10 @@ class GradingBox:
         except BaseException:
             self.control.close()
             raise
-        if sandbox:
+        self.preload = preload
+        if sandbox:  # started now, beside the grading process; handed over once it has loaded its tests
             try:
-                self._give_sandbox(deadline, {"limits": {k: getattr(limits, k) for k in SENT_LIMITS},
-                                              "preload": list(preload)})  # fmt: skip
+                self._start_sandbox(deadline)
             except BaseException:
                 self.close()
                 raise
@@ -93,9 +94,14 @@ class GradingBox:
         return self.manifest
 
     def wait_ready(self) -> None:
-        """Until the grading process has loaded its tests and prepared its sandbox."""
+        """Until the grading process has loaded its tests and prepared its first sandbox."""
         if self.manifest is None:
             self.read_manifest()
+        details = {"limits": {k: getattr(self.limits, k) for k in SENT_LIMITS}, "preload": list(self.preload)}
+        try:
+            self._hand_over(self.started, details)
+        except ControlError as e:
+            raise SandboxUnavailable(self._stopped(e)) from None
         message = self._recv(time.monotonic() + START_TIMEOUT, "prepare the sandbox")
         if "ready" not in message:
             raise SandboxUnavailable(str(message.get("unavailable", "the sandbox could not be prepared"))[:2000])
@@ -124,6 +130,8 @@ class GradingBox:
             self.modules = outcome.get("modules") if isinstance(outcome, dict) else None
             self._close_sandboxes()
             return self.manifest.result(label, outcome, self.usage())
+        except ControlError as e:
+            return GradeResult(label, self.manifest.points, error=f"the tests could not be run: {self._stopped(e)}")
         except (SandboxUnavailable, ManifestError) as e:
             return GradeResult(label, self.manifest.points, error=f"the tests could not be run: {e}")
 
@@ -133,7 +141,8 @@ class GradingBox:
             try:
                 if self.started > self.limits.max_restarts:
                     raise SandboxUnavailable("the sandbox was restarted too often")
-                self._give_sandbox(deadline - SLACK + self.limits.grace, {})
+                self._start_sandbox(deadline - SLACK + self.limits.grace)
+                self._hand_over(self.started, {})
             except SandboxUnavailable as e:
                 self.control.send({"sandbox": None, "reason": str(e)})
             return
@@ -144,12 +153,14 @@ class GradingBox:
             else:
                 self._close_sandbox(number)
 
-    def _give_sandbox(self, deadline: float, details: dict[str, Any]) -> None:
-        sandbox = Sandbox(self.limits, deadline, self.site_dirs)
+    def _start_sandbox(self, deadline: float) -> None:
         self.started += 1
-        self.sandboxes[self.started] = sandbox
+        self.sandboxes[self.started] = Sandbox(self.limits, deadline, self.site_dirs)
+
+    def _hand_over(self, number: int, details: dict[str, Any]) -> None:
+        sandbox = self.sandboxes[number]
         try:
-            self.control.send({"sandbox": self.started, **details}, [sandbox.read_fd, sandbox.write_fd])
+            self.control.send({"sandbox": number, **details}, [sandbox.read_fd, sandbox.write_fd])
         finally:
             sandbox.hand_over()  # the grading process holds its pipes: this process never talks to it
 
@@ -159,14 +170,17 @@ class GradingBox:
         except ControlError as e:
             if time.monotonic() >= min(deadline, self.process.deadline):  # its watchdog may have been first
                 raise SandboxUnavailable(f"the grading process did not {doing} in time") from None
-            output = self.process.output()[-500:]
-            raise SandboxUnavailable(
-                f"the grading process stopped before the end ({e}): a test took more time or memory than the "
-                f"grading's limits, or crashed{': ' + output if output else ''}"
-            ) from None
+            raise SandboxUnavailable(self._stopped(e)) from None
         for fd in fds:  # it has nothing to hand over
             os.close(fd)
         return message
+
+    def _stopped(self, error: ControlError) -> str:
+        output = self.process.last_words()[-1000:]
+        return (
+            f"the grading process stopped before the end ({error}): a test took more time or memory than the "
+            f"grading's limits, or crashed{': ' + output if output else ''}"
+        )
 
     # -- the end -----------------------------------------------------------------------------------
     def usage(self) -> dict[str, float]:

@@ -201,6 +201,13 @@ class Confined:
         """What bwrap or the interpreter wrote to fds 1/2 (useful when startup fails)."""
         return self._output.decode("utf-8", "replace").strip()
 
+    def last_words(self) -> str:
+        """Kill it, then everything it wrote to fds 1/2 (a traceback, when it failed)."""
+        self.terminate()
+        self.proc.wait()
+        self._drainer.join(timeout=5)
+        return self.output()
+
     def memory_peak(self) -> int:
         """The most memory all its processes held at once, in bytes."""
         return self.cgroup.memory_peak()
