@@ -1,9 +1,9 @@
 """Command line: `python -m autograder grade --autograder ZIP SUB.ipynb ... [--jobs N]`, and
 `python -m autograder prepare --autograder ZIP` to install what an assignment needs before grading.
 
-For one notebook, start-up is most of the time: its sandbox is spawned as soon as the zip's limits are
-known, and what only grading needs (grading.py, the thread pool) is imported afterwards, while the
-sandbox's interpreter starts on another core."""
+For one notebook, start-up is most of the time: its grading process and sandbox are spawned as soon as the
+zip's limits are known, and what only grading needs (the thread pool) is imported afterwards, while their
+interpreters start on the other cores."""
 
 from __future__ import annotations
 

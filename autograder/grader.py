@@ -10,6 +10,7 @@ their own; no test file runs and no student value is decoded here.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import sysconfig
@@ -26,6 +27,7 @@ from .notebook import Cell, InvalidSubmission, load_cells, read_notebook
 from .options import GradeOptions, Limits
 from .results import GradeResult
 from .sandbox.bwrap import SITE_DIRS, Confined, Sandbox, bwrap_argv, python_argv
+from .sandbox.forked import Forked, Zygote, zygote_for
 
 PACKAGE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE_MOUNT = "/opt/grader/autograder"
@@ -36,6 +38,7 @@ START = (
 START_TIMEOUT = 60.0  # seconds a grading process may take to load its tests and prepare its sandbox
 SLACK = 5.0  # seconds a grading process may take beyond its grading's own limit (imports, the outcome)
 MAX_OUTCOME = 64 * 1024 * 1024
+ZYGOTE_PRELOAD = ("numpy", "pandas")  # what most assignments' values come in, imported once per zygote
 SENT_LIMITS = ("cell_timeout", "test_timeout", "total_timeout", "grace", "max_restarts")
 
 
@@ -69,7 +72,10 @@ class GradingBox:
             return argv + python_argv(START, limits, fds, self.site_dirs)
 
         try:
-            self.process = Confined(limits, deadline, program, fds)
+            if assignment.requirements:  # its packages run only in its own processes, never in a zygote
+                self.process: Confined = Confined(limits, deadline, program, fds)
+            else:
+                self.process = Forked(zygote_for((assignment.path,), _zygote), limits, deadline, fds)
         except BaseException:
             self.control.close()
             raise
@@ -84,6 +90,10 @@ class GradingBox:
     # -- start -----------------------------------------------------------------------------------
     def read_manifest(self) -> Manifest:
         """The tests' manifest, the grading process's first message (AssignmentError for broken tests)."""
+        if isinstance(self.process, Forked):  # into its cgroup before it runs anything but the grader's code
+            self._recv(time.monotonic() + START_TIMEOUT, "start")
+            self.process.settle()
+            self.control.send({"settled": True})
         message = self._recv(time.monotonic() + START_TIMEOUT, "load the assignment's tests")
         if "error" in message:
             raise AssignmentError(str(message["error"])[:2000])
@@ -108,7 +118,7 @@ class GradingBox:
 
     @property
     def alive(self) -> bool:
-        return self.process.proc.poll() is None and all(s.proc.poll() is None for s in self.sandboxes.values())
+        return self.process.alive and all(s.alive for s in self.sandboxes.values())
 
     # -- grading ---------------------------------------------------------------------------------
     def grade(self, cells: list[Cell], label: str) -> GradeResult:
@@ -210,6 +220,12 @@ class GradingBox:
         self._close_sandboxes()
         self.process.close()
         self.control.close()
+
+
+def _zygote() -> Zygote:
+    """A zygote for the grading processes of one assignment without packages of its own."""
+    preload = [name for name in ZYGOTE_PRELOAD if importlib.util.find_spec(name)]
+    return Zygote(Limits(), SITE_DIRS, [(PACKAGE, PACKAGE_MOUNT)], preload)
 
 
 def site_dirs(assignment: Assignment) -> list[str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from autograder import GradeOptions, grade_submission
+from autograder.options import Limits
 from tests.autograder.host import sandbox_processes
 
 CANARY = "course-attack-canary-51c2"
@@ -28,6 +29,7 @@ import os, socket, json, struct
 OK_FORMAT = False
 name = "q1"
 points = 2
+UID_AT_LOAD = os.getuid()  # module-level code runs where the tests run, never as root
 """
 
 ATTACKS = {
@@ -51,7 +53,19 @@ ATTACKS = {
             except OSError:
                 continue
             assert b"-m" + bytes(1) + b"pytest" not in command, f"process {pid} is the grader: {command[:80]!r}"
-        assert len(pids) <= 3, f"processes beyond its own: {pids}"
+            assert command.startswith(b"/usr/bin/bwrap") or b"autograder" in command, f"process {pid}: {command!r}"
+    """,
+    "keep root or a capability": """
+        assert UID_AT_LOAD != 0 and os.getuid() != 0 and os.geteuid() != 0, "runs as root"
+        status = open("/proc/self/status").read()
+        for line in ("CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "NoNewPrivs:\t1"):
+            assert line in status, status
+        try:
+            os.setuid(0)
+        except PermissionError:
+            pass
+        else:
+            raise AssertionError("became root again")
     """,
     "reach the network": """
         try:
@@ -172,3 +186,21 @@ def test_a_forged_outcome_gives_no_question_or_point_the_assignment_does_not_hav
     assert result.error is not None and "could not be run" in result.error
     assert result.score == 0 and result.questions == []
     assert sandbox_processes() == []
+
+
+def test_each_grading_runs_its_tests_as_a_uid_of_its_own(toy, tmp_path):
+    """Not root, not the student's uid, and not the last grading's: one grading cannot reach another."""
+    body = "raise AssertionError(f\"uids {os.getuid()} {env['student_uid']}\")"
+    source = HEADER + "\n@test_case(points=None, hidden=False)\ndef test_uid(env):\n    " + body + "\n"
+    target = tmp_path / "uid-autograder.zip"
+    with zipfile.ZipFile(toy.zip) as original, zipfile.ZipFile(target, "w") as out:
+        for item in original.infolist():
+            out.writestr(item, source if item.filename == "tests/q1.py" else original.read(item))
+    notebook = toy.notebook("course-uid", extra=[("q1", "import os\nstudent_uid = os.getuid()\n")])
+    seen = []
+    for _ in range(2):
+        (q1,) = [q for q in grade_submission(target, notebook, OPTIONS).questions if q.name == "q1"]
+        tests_uid, student_uid = map(int, q1.tests[0].message.rsplit("uids ", 1)[1].split()[:2])
+        seen.append(tests_uid)
+        assert Limits().sandbox_uid <= tests_uid < Limits().sandbox_uid + 64 and tests_uid != student_uid
+    assert seen[0] != seen[1]
