@@ -17,8 +17,10 @@ import atexit
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from typing import TYPE_CHECKING
+
+from .recent import Recent
 
 if TYPE_CHECKING:
     from .assignment import Assignment
@@ -137,33 +139,21 @@ class SpawnedEarly:
 
 
 MAX_POOLS = 4
-"""assignments (with their limits) whose sandboxes are kept ready; the least recently graded one's stop"""
-_POOLS: OrderedDict[tuple, WarmPool] = OrderedDict()
-_POOLS_LOCK = threading.Lock()
+"""assignments (with their limits) whose grading processes are kept ready; the least recently graded one's stop"""
+_POOLS: Recent[WarmPool] = Recent(MAX_POOLS)
 
 
 def warm_pool(assignment: Assignment, limits: Limits, size: int) -> WarmPool:
     """The pool for an assignment (the loaded zip, so a changed zip gets a new one) and its limits. A
     service grading many assignments keeps pools for the MAX_POOLS it graded last."""
-    key = (id(assignment), limits, size)
-    with _POOLS_LOCK:
-        pool = _POOLS.pop(key, None)
-        stopped = [pool] if pool is not None and pool.assignment is not assignment else []
-        if pool is None or stopped:
-            pool = WarmPool(assignment, limits, size)
-        _POOLS[key] = pool
-        while len(_POOLS) > MAX_POOLS:
-            stopped.append(_POOLS.popitem(last=False)[1])
-    for old in stopped:
-        old.close()
-    return pool
+    return _POOLS.get(
+        (id(assignment), limits, size),
+        lambda pool: pool.assignment is not assignment,
+        lambda: WarmPool(assignment, limits, size),
+    )
 
 
 @atexit.register
 def close_all() -> None:
     """Kill every grading process waiting in a pool (they would die with this process anyway)."""
-    with _POOLS_LOCK:
-        pools = list(_POOLS.values())
-        _POOLS.clear()
-    for pool in pools:
-        pool.close()
+    _POOLS.close_all()

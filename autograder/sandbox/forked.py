@@ -18,13 +18,13 @@ import socket
 import sys
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from ..control import Control, ControlError
 from ..errors import SandboxUnavailable
 from ..options import Limits
+from ..recent import Recent
 from .bwrap import _UIDS, Confined, _close_all, _processes_of, bwrap_argv, wait_until_reaped
 
 START = (
@@ -134,24 +134,11 @@ class Forked(Confined):
 
 
 MAX_ZYGOTES = 4
-_ZYGOTES: OrderedDict[tuple, Zygote] = OrderedDict()
-_ZYGOTES_LOCK = threading.Lock()
-
-
+_ZYGOTES: Recent[Zygote] = Recent(MAX_ZYGOTES)
 _KEEPER = ThreadPoolExecutor(1, thread_name_prefix="zygotes")
 """starts every zygote: bwrap dies with the thread that started it, so one that lives as long as this process"""
 
 
 def zygote_for(key: tuple, start: Callable[[], Zygote]) -> Zygote:
     """The live zygote for `key` (an assignment), started with `start()` when there is none."""
-    with _ZYGOTES_LOCK:
-        zygote = _ZYGOTES.pop(key, None)
-        stopped = [zygote] if zygote is not None and not zygote.alive else []
-        if zygote is None or stopped:
-            zygote = _KEEPER.submit(start).result()
-        _ZYGOTES[key] = zygote
-        while len(_ZYGOTES) > MAX_ZYGOTES:
-            stopped.append(_ZYGOTES.popitem(last=False)[1])
-    for old in stopped:
-        old.close()
-    return zygote
+    return _ZYGOTES.get(key, lambda zygote: not zygote.alive, lambda: _KEEPER.submit(start).result())
