@@ -45,10 +45,17 @@ SENT_LIMITS = ("cell_timeout", "test_timeout", "total_timeout", "grace", "max_re
 class GradingBox:
     """A grading process for one grading of an assignment, with the student sandboxes it is given: the first
     (with `sandbox=True`) is started beside it and handed over once its tests are loaded (`wait_ready`); a
-    fresh one whenever it asks, up to its limit of restarts."""
+    fresh one whenever it asks, up to its limit of restarts. `forked`: forked from the assignment's zygote
+    (for a service that grades many notebooks; an assignment with packages of its own never is)."""
 
     def __init__(
-        self, assignment: Assignment, limits: Limits, deadline: float, preload: tuple[str, ...] = (), sandbox=True
+        self,
+        assignment: Assignment,
+        limits: Limits,
+        deadline: float,
+        preload: tuple[str, ...] = (),
+        sandbox: bool = True,
+        forked: bool = False,
     ) -> None:
         self.assignment, self.limits = assignment, limits
         self.site_dirs = site_dirs(assignment)
@@ -72,10 +79,10 @@ class GradingBox:
             return argv + python_argv(START, limits, fds, self.site_dirs)
 
         try:
-            if assignment.requirements:  # its packages run only in its own processes, never in a zygote
-                self.process: Confined = Confined(limits, deadline, program, fds)
+            if forked and not assignment.requirements:  # its packages run only in its own processes
+                self.process: Confined = Forked(zygote_for((assignment.path,), _zygote), limits, deadline, fds)
             else:
-                self.process = Forked(zygote_for((assignment.path,), _zygote), limits, deadline, fds)
+                self.process = Confined(limits, deadline, program, fds)
         except BaseException:
             self.control.close()
             raise
@@ -277,12 +284,16 @@ def inspect_assignment(autograder: str | os.PathLike[str]) -> Manifest:
 
 
 def started_box(
-    assignment: Assignment, limits: Limits, preload: tuple[str, ...] = (), lifetime: float | None = None
+    assignment: Assignment,
+    limits: Limits,
+    preload: tuple[str, ...] = (),
+    lifetime: float | None = None,
+    forked: bool = False,
 ) -> GradingBox:
     """A grading process with its first sandbox, ready (nothing of any student's in either yet); both are
     killed after `lifetime` seconds unless a grading takes them first."""
     lifetime = START_TIMEOUT + limits.total_timeout if lifetime is None else lifetime
-    box = GradingBox(assignment, limits, time.monotonic() + lifetime, preload)
+    box = GradingBox(assignment, limits, time.monotonic() + lifetime, preload, forked=forked)
     try:
         box.wait_ready()
     except BaseException:
@@ -322,7 +333,7 @@ def grade_submission(
         box = early.take() if early is not None else None
         if box is None and options.prestart:
             box = warm_pool(assignment, limits, options.prestart).take()
-        box = box or started_box(assignment, limits)
+        box = box or started_box(assignment, limits, forked=options.prestart > 0)
         try:
             result = box.grade(cells, label)
         finally:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import socket
 import textwrap
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from autograder import GradeOptions, grade_submission
 from autograder.options import Limits
+from autograder.pool import close_all
 from tests.autograder.host import sandbox_processes
 
 CANARY = "course-attack-canary-51c2"
@@ -136,8 +138,15 @@ def grader_secrets(tmp_path, monkeypatch):
     return str(folder), paths
 
 
+@pytest.fixture(params=[0, 1], ids=["started afresh", "forked from a zygote"])
+def options(request):
+    """Both ways a grading process starts: afresh (one-off gradings) or forked (services, prestart)."""
+    yield replace(OPTIONS, prestart=request.param)
+    close_all()
+
+
 @pytest.mark.parametrize("attack", ATTACKS, ids=str)
-def test_a_course_test_file_cannot_reach_beyond_its_grading(toy, tmp_path, grader_secrets, attack):
+def test_a_course_test_file_cannot_reach_beyond_its_grading(toy, tmp_path, grader_secrets, attack, options):
     folder, paths = grader_secrets
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -145,11 +154,12 @@ def test_a_course_test_file_cannot_reach_beyond_its_grading(toy, tmp_path, grade
         names = dict(SECRET_PATHS=paths, SECRET_DIR=folder, CANARY=CANARY,
                      LISTENER_PORT=listener.getsockname()[1])  # fmt: skip
         zip_path = hostile_zip(toy, tmp_path, ATTACKS[attack], **names)
-        result = grade_submission(zip_path, toy.notebook("course-attack"), OPTIONS)
+        result = grade_submission(zip_path, toy.notebook("course-attack"), options)
     (q1,) = [q for q in result.questions if q.name == "q1"]
     assert result.error is None
     assert q1.score == q1.max_score == 2, q1.tests[0].message
     assert not any(Path(folder, "written-by-course.txt").exists() for folder in ("/", "/usr", "/etc", "/var"))
+    close_all()  # what was started ahead
     assert sandbox_processes() == []
 
 
@@ -188,7 +198,7 @@ def test_a_forged_outcome_gives_no_question_or_point_the_assignment_does_not_hav
     assert sandbox_processes() == []
 
 
-def test_each_grading_runs_its_tests_as_a_uid_of_its_own(toy, tmp_path):
+def test_each_grading_runs_its_tests_as_a_uid_of_its_own(toy, tmp_path, options):
     """Not root, not the student's uid, and not the last grading's: one grading cannot reach another."""
     body = "raise AssertionError(f\"uids {os.getuid()} {env['student_uid']}\")"
     source = HEADER + "\n@test_case(points=None, hidden=False)\ndef test_uid(env):\n    " + body + "\n"
@@ -199,7 +209,7 @@ def test_each_grading_runs_its_tests_as_a_uid_of_its_own(toy, tmp_path):
     notebook = toy.notebook("course-uid", extra=[("q1", "import os\nstudent_uid = os.getuid()\n")])
     seen = []
     for _ in range(2):
-        (q1,) = [q for q in grade_submission(target, notebook, OPTIONS).questions if q.name == "q1"]
+        (q1,) = [q for q in grade_submission(target, notebook, options).questions if q.name == "q1"]
         tests_uid, student_uid = map(int, q1.tests[0].message.rsplit("uids ", 1)[1].split()[:2])
         seen.append(tests_uid)
         assert Limits().sandbox_uid <= tests_uid < Limits().sandbox_uid + 64 and tests_uid != student_uid
