@@ -138,9 +138,9 @@ def grader_secrets(tmp_path, monkeypatch):
     return str(folder), paths
 
 
-@pytest.fixture(params=[0, 1], ids=["started afresh", "forked from a zygote"])
+@pytest.fixture(params=[0, 1], ids=["started for the grading", "started ahead"])
 def options(request):
-    """Both ways a grading process starts: afresh (one-off gradings) or forked (services, prestart)."""
+    """Both ways a grading process starts: for its grading (one-off gradings) or ahead (services, prestart)."""
     yield replace(OPTIONS, prestart=request.param)
     close_all()
 

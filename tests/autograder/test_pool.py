@@ -85,7 +85,7 @@ def test_while_sandboxes_cannot_start_the_pool_tries_less_and_less_often_and_say
     tries: list[float] = []
     tried = threading.Semaphore(0)
 
-    def cannot_start(*_):
+    def cannot_start(*_, **__):
         tries.append(time.monotonic())
         tried.release()
         raise SandboxUnavailable("bubblewrap not found")
