@@ -65,6 +65,7 @@ class AgsClient:
         self._tokens: dict[tuple[str, str, str], _Token] = {}
         self._maximums: dict[tuple[str, str], tuple[float, float | None]] = {}  # -> (read at, maximum)
         self._lock = threading.Lock()
+        self._maximum_lock = threading.Lock()  # two threads sending a column's first scores read it once
 
     def access_token(self, platform: Platform, scopes: list[str]) -> str:
         cache_key = (platform.issuer, platform.client_id, " ".join(sorted(scopes)))
@@ -114,6 +115,10 @@ class AgsClient:
         """The line item's scoreMaximum (None when the platform cannot say), read again once it is
         MAXIMUM_REUSED_FOR old: a class's scores at a deadline cost one read, not one each, and a maximum
         changed in the LMS is followed within a minute (each score also says the maximum it is out of)."""
+        with self._maximum_lock:
+            return self._lineitem_maximum(platform, lineitem_url)
+
+    def _lineitem_maximum(self, platform: Platform, lineitem_url: str) -> float | None:
         key = (platform.issuer, lineitem_url)
         read_at, maximum = self._maximums.get(key, (-MAXIMUM_REUSED_FOR, None))
         if time.monotonic() - read_at < MAXIMUM_REUSED_FOR:
