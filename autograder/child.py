@@ -64,7 +64,7 @@ def receive_sandbox(control: Control) -> tuple[GivenSandbox, dict[str, Any]]:
     return GivenSandbox(control, message["sandbox"], fds), message
 
 
-def manifest_of(tests: list[TestFile]) -> list[dict[str, Any]]:
+def declared(tests: list[TestFile]) -> list[dict[str, Any]]:
     return [
         {"name": tf.name, "all_or_nothing": bool(tf.all_or_nothing),
          "cases": [[case.name, bool(case.hidden), case.points] for case in tf.test_cases]}
@@ -117,5 +117,5 @@ def main(control_fd: int, zip_fd: int) -> None:
     except (AssignmentError, TestFileError, OSError) as e:
         control.send({"error": str(e)[:2000]})
         return
-    control.send({"manifest": manifest_of(tests)})
+    control.send({"manifest": declared(tests)})
     grade(control, assignment, tests)

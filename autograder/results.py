@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .testfiles import TestCaseResult, TestFile
-
 
 @dataclass(frozen=True)
 class TestResult:
@@ -27,15 +25,6 @@ class QuestionResult:
     """every test case, hidden ones included (the staff view); the public ones were run before any hidden
     test entered the sandbox, and are what the student sees"""
 
-    @classmethod
-    def from_otter(cls, tf: TestFile) -> QuestionResult:
-        """Scores come from Otter's TestFile (all_or_nothing included) for parity with `otter run`."""
-        return cls(tf.name, float(tf.score), float(tf.possible), _tests(tf.test_case_results))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> QuestionResult:
-        return cls(data["name"], data["score"], data["max_score"], [TestResult(**t) for t in data["tests"]])
-
     def to_dict(self, student_view: bool) -> dict[str, Any]:
         out: dict[str, Any] = {
             "name": self.name,
@@ -48,20 +37,6 @@ class QuestionResult:
             out["hidden_passed"] = sum(t.passed for t in hidden)
             out["hidden_total"] = len(hidden)
         return out
-
-
-def _tests(results: list[TestCaseResult]) -> list[TestResult]:
-    return [
-        TestResult(
-            name=r.test_case.name,
-            hidden=bool(r.test_case.hidden),
-            passed=r.passed,
-            score=float(r.test_case.points) if r.passed else 0.0,
-            max_score=float(r.test_case.points),
-            message=r.message or "",
-        )
-        for r in results
-    ]
 
 
 @dataclass(frozen=True)
@@ -94,10 +69,3 @@ class GradeResult:
             out["cell_errors"] = list(self.cell_errors)
             out["usage"] = dict(self.usage)
         return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GradeResult:
-        """The staff view read back (from the grader's own child process)."""
-        questions = [QuestionResult.from_dict(q) for q in data["questions"]]
-        return cls(data["submission"], data["max_score"], questions, data["error"], data["cell_errors"],
-                   usage=data["usage"])  # fmt: skip
