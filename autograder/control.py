@@ -30,7 +30,8 @@ class Control:
         frame = HEADER.pack(len(data)) + data
         try:
             sent = socket.send_fds(self.sock, [frame], list(fds)) if fds else self.sock.send(frame)
-            self.sock.sendall(frame[sent:])
+            if sent < len(frame):  # never an empty send: it fails once a quick peer has answered and gone
+                self.sock.sendall(frame[sent:])
         except OSError as e:
             raise ControlError(f"the other side went away ({e})") from None
 

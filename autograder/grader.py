@@ -61,9 +61,6 @@ class GradingBox:
         self.peak_memory, self.cpu_seconds = 0, 0.0
         self.manifest: Manifest | None = None
         self.modules: Any = None
-        self.vanished = False
-        """its grading process went away before its deadline, mid-grading: seen rarely under the LTI tool's
-        workers (3 of 12 gradings at worst, exit status 0, no traceback), cause not yet found"""
         ours, theirs = socket.socketpair()
         self.control = Control(ours, MAX_OUTCOME)
         fds = [theirs.detach()]
@@ -141,7 +138,6 @@ class GradingBox:
             self._close_sandboxes()
             return self.manifest.result(label, outcome, self.usage())
         except ControlError as e:
-            self.vanished = time.monotonic() < deadline
             return GradeResult(label, self.manifest.points, error=f"the tests could not be run: {self._stopped(e)}")
         except (SandboxUnavailable, ManifestError) as e:
             return GradeResult(label, self.manifest.points, error=f"the tests could not be run: {e}")
@@ -327,13 +323,6 @@ def grade_submission(
             result = box.grade(cells, label)
         finally:
             box.close()
-        if box.vanished:  # it went away without a word (see `vanished`): once more, in one started for it
-            log.warning("grading %s again in a new grading process: the last one went away", label)
-            box = started_box(assignment, limits)
-            try:
-                result = box.grade(cells, label)
-            finally:
-                box.close()
         if options.prestart:
             warm_pool(assignment, limits, options.prestart).learn(box.modules)
         return replace(result, submission=label)
