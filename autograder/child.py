@@ -108,7 +108,11 @@ def grade(control: Control, assignment: Assignment, tests: list[TestFile]) -> No
 
 def main(control_fd: int, zip_fd: int) -> None:
     """Run by START (grader.py) once the packages are on the path and the limits set (inside/startup.py)."""
-    control = Control(socket.socket(fileno=control_fd))
+    serve(Control(socket.socket(fileno=control_fd)), zip_fd)
+
+
+def serve(control: Control, zip_fd: int) -> None:
+    """Steps 1 to 3 of the module's docstring, in a process started afresh or forked by a zygote."""
     try:
         with os.fdopen(zip_fd, "rb") as autograder:
             assignment = read_assignment(autograder, "the autograder zip")

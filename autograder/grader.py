@@ -10,6 +10,7 @@ their own; no test file runs and no student value is decoded here.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import socket
@@ -27,6 +28,7 @@ from .notebook import Cell, InvalidSubmission, load_cells, read_notebook
 from .options import GradeOptions, Limits
 from .results import GradeResult
 from .sandbox.bwrap import SITE_DIRS, Confined, Sandbox, bwrap_argv, python_argv
+from .sandbox.forked import Forked, Zygote, zygote_for
 
 log = logging.getLogger(__name__)
 PACKAGE = os.path.dirname(os.path.abspath(__file__))
@@ -38,13 +40,15 @@ START = (
 START_TIMEOUT = 60.0  # seconds a grading process may take to load its tests and prepare its sandbox
 SLACK = 5.0  # seconds a grading process may take beyond its grading's own limit (imports, the outcome)
 MAX_OUTCOME = 64 * 1024 * 1024
+ZYGOTE_PRELOAD = ("numpy", "pandas")  # what most assignments' values come in, imported once per zygote
 SENT_LIMITS = ("cell_timeout", "test_timeout", "total_timeout", "grace", "max_restarts")
 
 
 class GradingBox:
     """A grading process for one grading of an assignment, with the student sandboxes it is given: the first
     (with `sandbox=True`) is started beside it and handed over once its tests are loaded (`wait_ready`); a
-    fresh one whenever it asks, up to its limit of restarts."""
+    fresh one whenever it asks, up to its limit of restarts. `forked`: forked from the assignment's zygote
+    (for a service that grades many notebooks; an assignment with packages of its own never is)."""
 
     def __init__(
         self,
@@ -53,6 +57,7 @@ class GradingBox:
         deadline: float,
         preload: tuple[str, ...] = (),
         sandbox: bool = True,
+        forked: bool = False,
     ) -> None:
         self.assignment, self.limits = assignment, limits
         self.site_dirs = site_dirs(assignment)
@@ -76,7 +81,10 @@ class GradingBox:
             return argv + python_argv(START, limits, fds, self.site_dirs)
 
         try:
-            self.process = Confined(limits, deadline, program, fds)
+            if forked and not assignment.requirements:  # its packages run only in its own processes
+                self.process: Confined = Forked(zygote_for((assignment.path,), _zygote), limits, deadline, fds)
+            else:
+                self.process = Confined(limits, deadline, program, fds)
         except BaseException:
             self.control.close()
             raise
@@ -91,6 +99,10 @@ class GradingBox:
     # -- start -----------------------------------------------------------------------------------
     def read_manifest(self) -> Manifest:
         """The tests' manifest, the grading process's first message (AssignmentError for broken tests)."""
+        if isinstance(self.process, Forked):  # into its cgroup before it runs anything but the grader's code
+            self._recv(time.monotonic() + START_TIMEOUT, "start")
+            self.process.settle()
+            self.control.send({"settled": True})
         message = self._recv(time.monotonic() + START_TIMEOUT, "load the assignment's tests")
         if "error" in message:
             raise AssignmentError(str(message["error"])[:2000])
@@ -221,6 +233,12 @@ class GradingBox:
         self.control.close()
 
 
+def _zygote() -> Zygote:
+    """A zygote for the grading processes of one assignment without packages of its own."""
+    preload = [name for name in ZYGOTE_PRELOAD if importlib.util.find_spec(name)]
+    return Zygote(Limits(), SITE_DIRS, [(PACKAGE, PACKAGE_MOUNT)], preload)
+
+
 def site_dirs(assignment: Assignment) -> list[str]:
     """The packages the assignment's processes see: its environment's, then the grader's own."""
     if not assignment.requirements:
@@ -274,11 +292,12 @@ def started_box(
     limits: Limits,
     preload: tuple[str, ...] = (),
     lifetime: float | None = None,
+    forked: bool = False,
 ) -> GradingBox:
     """A grading process with its first sandbox, ready (nothing of any student's in either yet); both are
     killed after `lifetime` seconds unless a grading takes them first."""
     lifetime = START_TIMEOUT + limits.total_timeout if lifetime is None else lifetime
-    box = GradingBox(assignment, limits, time.monotonic() + lifetime, preload)
+    box = GradingBox(assignment, limits, time.monotonic() + lifetime, preload, forked=forked)
     try:
         box.wait_ready()
     except BaseException:
@@ -318,7 +337,7 @@ def grade_submission(
         box = early.take() if early is not None else None
         if box is None and options.prestart:
             box = warm_pool(assignment, limits, options.prestart).take()
-        box = box or started_box(assignment, limits)
+        box = box or started_box(assignment, limits, forked=options.prestart > 0)
         try:
             result = box.grade(cells, label)
         finally:

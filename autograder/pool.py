@@ -83,7 +83,7 @@ class WarmPool:
             for ready in expired:
                 ready.close()
             try:
-                ready = started_box(self.assignment, self.limits, self.preload, IDLE_LIFETIME)
+                ready = started_box(self.assignment, self.limits, self.preload, IDLE_LIFETIME, forked=True)
             except Exception as e:  # the grading that would have taken it starts its own and reports why
                 if not failures:
                     log.warning("could not start a sandbox ahead (trying again, less and less often): %s", e)

@@ -1,5 +1,5 @@
 """The few most recently used of something a grading service keeps running per assignment (pools of grading
-processes started ahead): found by key, replaced when stale, the least recently used one closed."""
+processes started ahead, zygotes): found by key, replaced when stale, the least recently used one closed."""
 
 from __future__ import annotations
 

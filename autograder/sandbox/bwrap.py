@@ -75,10 +75,11 @@ def python_roots(site_dirs: Sequence[str]) -> list[str]:
 
 
 def bwrap_argv(
-    limits: Limits, uid: int, info_fd: int, site_dirs: Sequence[str], binds: Sequence[tuple[str, str]]
+    limits: Limits, uid: int | None, info_fd: int, site_dirs: Sequence[str], binds: Sequence[tuple[str, str]]
 ) -> list[str]:
     """bwrap up to the program to run: the system, Python and `binds` (host path, path inside) read-only, a
-    size-capped /tmp, no network, and the program started as `uid` with no capabilities."""
+    size-capped /tmp, no network, and the program started as `uid` with no capabilities. `uid` None: as
+    root with only the capabilities to change uid and to mount (a zygote, zygote.py)."""
     roots = python_roots(site_dirs)
     inside = [target for _, target in binds]
     dirs = sorted({d for path in [*roots, *inside] for d in _ancestors(path)}, key=len)
@@ -115,6 +116,11 @@ def bwrap_argv(
         argv += ["--ro-bind", root, root]
     for source, target in binds:
         argv += ["--ro-bind", source, target]
+    if uid is None:
+        caps = ["--cap-drop", "ALL"]
+        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SYS_ADMIN"):
+            caps += ["--cap-add", cap]
+        return argv + [*caps, "--chdir", "/tmp", "--"]
     argv += ["--chdir", "/tmp", "--"]
     argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
     return argv + ["--inh-caps=-all", "--bounding-set=-all", "--"]

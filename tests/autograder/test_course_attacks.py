@@ -138,9 +138,9 @@ def grader_secrets(tmp_path, monkeypatch):
     return str(folder), paths
 
 
-@pytest.fixture(params=[0, 1], ids=["started for the grading", "started ahead"])
+@pytest.fixture(params=[0, 1], ids=["started afresh", "forked from a zygote"])
 def options(request):
-    """Both ways a grading process starts: for its grading (one-off gradings) or ahead (services, prestart)."""
+    """Both ways a grading process starts: afresh (one-off gradings) or forked (services, prestart)."""
     yield replace(OPTIONS, prestart=request.param)
     close_all()
 
@@ -214,3 +214,32 @@ def test_each_grading_runs_its_tests_as_a_uid_of_its_own(toy, tmp_path, options)
         seen.append(tests_uid)
         assert Limits().sandbox_uid <= tests_uid < Limits().sandbox_uid + 64 and tests_uid != student_uid
     assert seen[0] != seen[1]
+
+
+LEAVE_BEHIND = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+KEY, IPC_CREAT = 0x51C2, 0o1000
+found = [path for path in ("/tmp/left-by-course", "/dev/shm/left-by-course") if os.path.exists(path)]
+found += ["a System V shared memory segment"] if libc.shmget(KEY, 0, 0) >= 0 else []
+found += [name for name in os.listdir("/tmp") if name.startswith("tmp")]  # another grading's directory
+for path in ("/tmp/left-by-course", "/dev/shm/left-by-course"):
+    try:
+        with open(path, "w") as f:
+            f.write("a student's value seen in a hidden test")
+        os.chmod(path, 0o666)
+    except OSError:
+        pass
+libc.shmget(KEY, 4096, IPC_CREAT | 0o666)
+assert not found, f"found what an earlier grading left: {found}"
+"""
+
+
+def test_nothing_a_grading_leaves_behind_reaches_the_next(toy, tmp_path, options):
+    """Files in /tmp, shared memory: as with a process started afresh, the next grading of the same
+    assignment (forked from the same zygote, as a service grades) finds none of it."""
+    zip_path = hostile_zip(toy, tmp_path, LEAVE_BEHIND)
+    for round in range(3):
+        result = grade_submission(zip_path, toy.notebook(f"course-leftover-{round}"), options)
+        (q1,) = [q for q in result.questions if q.name == "q1"]
+        assert result.error is None and q1.score == 2, (round, q1.tests[0].message)
