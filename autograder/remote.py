@@ -73,6 +73,38 @@ class StudentObject:
     def __str__(self) -> str:
         return _checked(self._remote("str"), str, "str()")[:MAX_REPR]
 
+    def __round__(self, ndigits: Any = None) -> Any:
+        return self._apply("round", *([] if ndigits is None else [ndigits]))
+
+    def __abs__(self) -> Any:
+        return self._apply("abs")
+
+    def __neg__(self) -> Any:
+        return self._apply("neg")
+
+    def __pos__(self) -> Any:
+        return self._apply("pos")
+
+    def __invert__(self) -> Any:
+        return self._apply("invert")
+
+    def __trunc__(self) -> Any:
+        return self._apply("trunc")
+
+    def __floor__(self) -> Any:
+        return self._apply("floor")
+
+    def __ceil__(self) -> Any:
+        return self._apply("ceil")
+
+    def __format__(self, spec: str) -> str:
+        return _checked(self._apply("format", spec), str, "format()")[:MAX_REPR]
+
+    def _apply(self, function: str, *args: Any) -> Any:
+        """round(), abs(), format()... of the object: its own method runs in the sandbox, as under `otter
+        run`; what it returns comes back as data or a reference."""
+        return self._remote("apply", function=function, args=list(args))
+
     def __dir__(self) -> list[str]:
         names = self._remote("dir")
         return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
@@ -208,12 +240,15 @@ class StudentEnv(MutableMapping[str, Any]):
     def __delitem__(self, name: str) -> None:
         self._values.request("delete", name=str(name))
 
-    def __iter__(self) -> Iterator[str]:
+    def names(self) -> list[str]:
         keys = self._values.request("keys")
-        return iter([k for k in keys if isinstance(k, str)] if isinstance(keys, list) else [])
+        return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
+        return len(self.names())
 
 
 class StudentNamespace(dict):
@@ -233,3 +268,17 @@ class StudentNamespace(dict):
             return self[name]
         except KeyError:
             return default
+
+    # `name in vars()`, `globals()`, `dir()`: the doctest's own names and the student's, as Otter's copy of
+    # the student's globals would answer
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, name) or name in self._env.names()
+
+    def keys(self) -> list[str]:  # type: ignore[override]
+        return list(dict.fromkeys([*dict.keys(self), *self._env.names()]))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())

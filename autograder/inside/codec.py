@@ -28,7 +28,8 @@ type's own methods: its overrides are student code and never reach the grader. D
   {"$tf": {...}}: a function of the grader handed to student code (see runner.py);
   {"$ti": handle}: an iterator of the grader handed to student code (its next() runs in the grader);
   {"$pdscalar": {"kind", ...}}: a pandas Timestamp, Timedelta, NaT or NA;
-  {"$global": [module, qualified name]}: a function or class both sides import by name.
+  {"$global": [module, qualified name]}: a function or class both sides import by name;
+  {"$const": "Ellipsis"|"NotImplemented"}: the singleton itself.
 """
 
 import math
@@ -206,6 +207,8 @@ _ENCODERS = {
     bytes: lambda e, x, b, d: {"$bytes": b.add(x)},
     complex: lambda e, x, b, d: {"$complex": [x.real, x.imag]},
     range: _encode_range,
+    type(...): lambda e, x, b, d: {"$const": "Ellipsis"},
+    type(NotImplemented): lambda e, x, b, d: {"$const": "NotImplemented"},
 }
 # Types of modules imported only when used (a value of such a type means its module is imported).
 _STDLIB_ENCODERS = {
@@ -250,7 +253,8 @@ _BASE_TYPES = (
 )
 
 
-_DATA_TYPES = (type(None), bool, int, float, str, bytes, complex, range, list, tuple, set, frozenset, dict)
+_DATA_TYPES = (type(None), type(...), type(NotImplemented), bool, int, float, str, bytes, complex, range, list, tuple,
+               set, frozenset, dict)  # fmt: skip
 _LIBRARY_DATA_TYPES = (
     ("numbers", "Number"), ("datetime", "date"), ("datetime", "time"), ("datetime", "timedelta"),
     ("decimal", "Decimal"), ("fractions", "Fraction"), ("numpy", "ndarray"), ("numpy", "generic"),
@@ -756,6 +760,16 @@ def _decode_frame(d, body, depth):
     return frame
 
 
+CONSTANTS = {"Ellipsis": ..., "NotImplemented": NotImplemented}
+
+
+def _decode_constant(body):
+    """A singleton is itself on both sides (`answer != ...` tells an unanswered question, as in Otter)."""
+    if type(body) is not str or body not in CONSTANTS:
+        raise Malformed("unknown constant")
+    return CONSTANTS[body]
+
+
 _DECODERS = {
     "$tuple": lambda d, body, depth: tuple(d.values(body, depth)),
     "$set": _decode_set(set),
@@ -778,6 +792,7 @@ _DECODERS = {
     "$module": _decode_module,
     "$global": _decode_global,
     "$pdscalar": lambda d, body, depth: _decode_pandas_scalar(body),
+    "$const": lambda d, body, depth: _decode_constant(body),
     "$tf": None,  # handled by Decoder.value
     "$ti": None,
 }

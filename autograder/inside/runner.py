@@ -21,6 +21,8 @@ import builtins
 import gc
 import io
 import keyword
+import math
+import operator
 import os
 import sys
 import types
@@ -47,6 +49,9 @@ _dumps, _loads = wire.dumps, wire.loads
 FRAME = struct.Struct(">II")
 MAX_JSON = 8 * 1024 * 1024
 MAX_TEXT = 2000
+APPLIED = {"round": round, "abs": abs, "format": format, "neg": operator.neg, "pos": operator.pos,
+           "invert": operator.invert, "trunc": math.trunc, "floor": math.floor, "ceil": math.ceil}  # fmt: skip
+"""builtin protocols the grader may apply to an object held here (round(x, 5) in a test)"""
 
 
 class StudentTimeout(BaseException):
@@ -338,6 +343,12 @@ class Channel:
 
     def op_convert(self, ref, to):
         return {"float": float, "int": int, "complex": complex, "index": __import__("operator").index}[to](ref)
+
+    def op_apply(self, ref, function, args):
+        """A builtin protocol on the object (round, abs, format...), run here where its methods live."""
+        if function not in APPLIED or type(args) is not list or len(args) > 1:
+            raise TypeError(f"the grader asked for an unknown operation {str(function)[:40]!r}")
+        return APPLIED[function](ref, *args)
 
     def op_asarray(self, ref):
         numpy = __import__("numpy")

@@ -287,3 +287,15 @@ def test_honest_categoricals_and_multi_indexes_make_the_round_trip():
 def test_an_unhashable_pandas_name_is_malformed(node):
     with pytest.raises(Malformed):
         decode(node)
+
+
+def test_singletons_are_themselves_on_the_other_side():
+    """`answer != ...` tells an unanswered question as under otter run (a reference to the sandbox's
+    Ellipsis would be a different object)."""
+    decoded = decoder().value(Refs().encode([..., NotImplemented, None], Blobs()))
+    assert decoded[0] is ... and decoded[1] is NotImplemented and decoded[2] is None
+
+
+def test_an_unknown_constant_is_malformed():
+    with pytest.raises(Malformed, match="unknown constant"):
+        decoder().value({"$const": "__import__('os')"})
