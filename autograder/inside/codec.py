@@ -22,14 +22,16 @@ type's own methods: its overrides are student code and never reach the grader. D
   {"$npv": {"dtype", "data": blob}} (a numpy scalar),
   {"$index": ...}, {"$series": ...}, {"$frame": ...} (pandas objects),
   {"$unsendable": {"type", "reason"}}: a value of a data type that could not be sent as data;
-  {"$ref": handle, "type", "module", "kind", "truth", "name"}: an object that stays where it lives (a
-  module's "name" lets the grader use its own import of it);
+  {"$ref": handle, "type", "module", "kind", "truth", "name", "global"}: an object that stays where it
+  lives (a module's "name", a class's or function's "global" [module, qualified name] let the grader use its
+  own import of it);
   {"$module": name}: a module of the grader's, which the sandbox imports itself;
   {"$tf": {...}}: a function of the grader handed to student code (see runner.py);
   {"$ti": handle}: an iterator of the grader handed to student code (its next() runs in the grader);
   {"$pdscalar": {"kind", ...}}: a pandas Timestamp, Timedelta, NaT or NA;
   {"$global": [module, qualified name]}: a function or class both sides import by name;
-  {"$const": "Ellipsis"|"NotImplemented"}: the singleton itself.
+  {"$const": "Ellipsis"|"NotImplemented"}: the singleton itself;
+  {"$dstable": {"labels", "columns", "formats"}}, {"$dsrow": {"labels", "values"}}: a datascience Table, Row.
 """
 
 import math
@@ -61,7 +63,7 @@ def _is_dtype(text):
     return _dtype_pattern.fullmatch(text) is not None
 
 
-REF_KEYS = {"$ref", "type", "module", "kind", "truth", "name"}
+REF_KEYS = {"$ref", "type", "module", "kind", "truth", "name", "global"}
 SCALARS = frozenset({type(None), bool, int, float, str})
 """types that are their own node (exact types: a subclass of one travels as its base value, see _base_type)"""
 
@@ -101,6 +103,11 @@ class TooLarge(Exception):
 
 class Malformed(ValueError):
     """A message value that is not what this codec produces."""
+
+
+class ByReference(Exception):
+    """A library object that travels as data only in its plain form (a datascience Table with the library's
+    own formats, not too large) is, this time, sent as a reference, as any object that is not data."""
 
 
 class Blobs:
@@ -150,6 +157,10 @@ class Encoder:
             if depth > MAX_DEPTH:
                 raise TooLarge
             return encoder(self, as_base(x) if as_base else x, blobs, depth + 1)
+        except ByReference:
+            del blobs.parts[mark[0] :]
+            blobs.size = mark[1]
+            return self.ref(x)
         except Exception as error:  # noqa: BLE001 - whatever student code made of it
             del blobs.parts[mark[0] :]
             blobs.size = mark[1]
@@ -288,6 +299,8 @@ def _library_encoder(t):
             return _encode_array
         if isinstance(t, type) and issubclass(t, numpy.generic) and module == "numpy":
             return _encode_numpy_scalar
+    if module.startswith("datascience"):
+        return _datascience_encoder(t)
     pandas = sys.modules.get("pandas")
     if module.startswith("pandas") and pandas is not None:
         if t in (pandas.Timestamp, pandas.Timedelta, type(pandas.NaT), type(pandas.NA)):
@@ -760,6 +773,119 @@ def _decode_frame(d, body, depth):
     return frame
 
 
+# == datascience ================================================================================
+# A Table is its columns (numpy arrays), their labels and their formats; a Row is a tuple with its table's
+# labels. Both are rebuilt as real instances of the library's classes (so `type(t) == Table` holds and a
+# Row handed back to student code has its methods), from data only: labels are strings, columns arrays,
+# formats instances of the library's own formatter classes whose state is a few scalars (set on an object
+# made without running any constructor). Anything else about them (a formatter of the student's, an
+# attribute set on the table, a column that is not an array, a table too large) sends it as a reference.
+TABLE_STATE = frozenset({"_columns", "_formats", "formatter", "_num_rows", "take", "exclude"})
+ROW_CLASS_STATE = frozenset({"_table", "__module__", "__doc__"})
+MAX_FORMAT_STATE = 16
+
+
+def _datascience_encoder(t):
+    tables = sys.modules.get("datascience.tables")
+    table = getattr(tables, "Table", None)
+    if table is None:
+        return None
+    if t is table:
+        return _encode_table
+    if t.__bases__ == (table.Row,) and set(vars(t)) <= ROW_CLASS_STATE and type(vars(t).get("_table")) is table:
+        return _encode_row
+    return None
+
+
+def _encode_table(encoder, x, blobs, depth):
+    formats = sys.modules["datascience.formats"]
+    state = vars(x)
+    columns = state.get("_columns")
+    if (
+        set(state) != TABLE_STATE
+        or state["formatter"] is not formats.default_formatter
+        or type(columns) is not (sys.modules["collections"].OrderedDict)
+    ):
+        raise ByReference
+    labels, arrays = list(columns), list(columns.values())
+    ndarray = sys.modules["numpy"].ndarray
+    if not all(type(label) is str for label in labels) or not all(type(a) is ndarray for a in arrays):
+        raise ByReference
+    if sum(a.nbytes for a in arrays) > MAX_BLOBS // 2 or len(labels) > MAX_ITEMS:
+        raise ByReference
+    return {"$dstable": {"labels": labels, "columns": [encoder.encode(a, blobs, depth) for a in arrays],
+                         "formats": _encode_formats(state["_formats"], formats)}}  # fmt: skip
+
+
+def _encode_formats(table_formats, formats):
+    if type(table_formats) is not dict:
+        raise ByReference
+    encoded = []
+    for label, formatter in table_formats.items():
+        cls, state = type(formatter), getattr(formatter, "__dict__", None)
+        if type(label) is not str or getattr(formats, cls.__name__, None) is not cls or not _format_state(cls, state):
+            raise ByReference
+        encoded.append([label, cls.__name__, dict(state)])
+    return encoded
+
+
+def _format_state(cls, state):
+    """Whether `state` is what a library formatter of class `cls` holds: a few public settings, scalars,
+    none of them in place of one of its methods."""
+    return (
+        type(state) is dict
+        and len(state) <= MAX_FORMAT_STATE
+        and all(type(k) is str and k.isidentifier() and not k.startswith("_") for k in state)
+        and all(type(v) in SCALARS and not callable(getattr(cls, k, None)) for k, v in state.items())
+    )
+
+
+def _encode_row(encoder, x, blobs, depth):
+    labels = list(type(x)._table._columns)
+    if not all(type(label) is str for label in labels) or len(labels) != len(x):
+        raise ByReference
+    return {"$dsrow": {"labels": labels, "values": encoder.items(tuple(tuple.__iter__(x)), blobs, depth)}}
+
+
+def _labels(body):
+    labels = _list(_field(body, "labels"))
+    if not all(type(label) is str for label in labels) or len(set(labels)) != len(labels):
+        raise Malformed("bad labels")
+    return labels
+
+
+def _decode_table(d, body, depth):
+    numpy, datascience = _module("numpy"), _module("datascience")
+    labels, nodes = _labels(body), _list(_field(body, "columns"))
+    if len(nodes) != len(labels):
+        raise Malformed("bad table")
+    columns = [d.value(node, depth) for node in nodes]
+    if not all(type(c) is numpy.ndarray and c.ndim == 1 for c in columns) or len({len(c) for c in columns}) > 1:
+        raise Malformed("bad table columns")
+    table = datascience.tables.Table()
+    for label, column in zip(labels, columns, strict=True):
+        table.append_column(label, column)
+    for entry in _list(_field(body, "formats")):
+        label, name, state = _list(entry, 3)
+        cls = getattr(datascience.formats, name, None) if type(name) is str else None
+        formatter_class = isinstance(cls, type) and issubclass(cls, datascience.formats.Formatter)
+        if label not in table._columns or not formatter_class or not _format_state(cls, state):
+            raise Malformed("bad table format")
+        formatter = object.__new__(cls)  # no constructor: its state is these scalars
+        formatter.__dict__.update(state)
+        table._formats[label] = formatter
+    return table
+
+
+def _decode_row(d, body, depth):
+    tables = _module("datascience").tables
+    labels, values = _labels(body), d.values(_list(_field(body, "values")), depth)
+    if len(values) != len(labels):
+        raise Malformed("bad row")
+    row = type("Row", (tables.Table.Row,), {"_table": tables.Table(labels), "__module__": "datascience.tables"})
+    return row(values)
+
+
 CONSTANTS = {"Ellipsis": ..., "NotImplemented": NotImplemented}
 
 
@@ -793,6 +919,8 @@ _DECODERS = {
     "$global": _decode_global,
     "$pdscalar": lambda d, body, depth: _decode_pandas_scalar(body),
     "$const": lambda d, body, depth: _decode_constant(body),
+    "$dstable": _decode_table,
+    "$dsrow": _decode_row,
     "$tf": None,  # handled by Decoder.value
     "$ti": None,
 }
