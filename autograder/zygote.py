@@ -20,7 +20,9 @@ from .control import Control
 from .inside.startup import limit_resources
 
 
-def main(control_fd: int, preload: list[str]) -> None:
+def main(control_fd: int, preload: list[str], under_tmp: list[str]) -> None:
+    """`under_tmp`: bound paths inside /tmp (a checkout or virtualenv there), which each child's own /tmp
+    must show again."""
     for name in preload:
         try:
             __import__(name)
@@ -36,17 +38,17 @@ def main(control_fd: int, preload: list[str]) -> None:
         except Exception:  # the grader went away
             return
         if os.fork() == 0:
-            _child(control, request, fds)
+            _child(control, request, fds, under_tmp)
         for fd in fds:
             os.close(fd)
 
 
-def _child(zygote: Control, request: dict, fds: list[int]) -> None:
+def _child(zygote: Control, request: dict, fds: list[int], under_tmp: list[str]) -> None:
     """Become the grading process: never returns."""
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         zygote.close()
-        own_tmp(int(request["tmp_bytes"]))
+        own_tmp(int(request["tmp_bytes"]), under_tmp)
         uid = request["uid"]
         os.setgroups([])
         os.setresgid(uid, uid, uid)
@@ -64,22 +66,31 @@ def _child(zygote: Control, request: dict, fds: list[int]) -> None:
 
 
 CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
-MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 0x4000, 0x40000
 
 
-def own_tmp(size: int) -> None:
-    """A mount and IPC namespace of this process's own, with an empty /tmp of `size` bytes (mode 1777)."""
+def own_tmp(size: int, under_tmp: list[str] = ()) -> None:
+    """A mount and IPC namespace of this process's own, with an empty /tmp of `size` bytes (mode 1777) in
+    which the read-only paths `under_tmp` are bound again (the new /tmp would hide them)."""
     libc = ctypes.CDLL(None, use_errno=True)
-    calls = [
-        ("unshare", lambda: libc.unshare(CLONE_NEWNS | CLONE_NEWIPC)),
-        ("private mounts", lambda: libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)),
-        ("mount /tmp", lambda: libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV,
-                                          f"size={size},mode=1777".encode())),
-    ]  # fmt: skip
-    for name, call in calls:
-        if call() != 0:
+
+    def call(name: str, result: int) -> None:
+        if result != 0:
             errno = ctypes.get_errno()
             raise OSError(errno, f"{name}: {os.strerror(errno)}")
+
+    call("unshare", libc.unshare(CLONE_NEWNS | CLONE_NEWIPC))
+    call("private mounts", libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None))
+    held = [os.open(path, os.O_PATH | os.O_CLOEXEC) for path in under_tmp]  # still reachable once /tmp is new
+    options = f"size={size},mode=1777".encode()
+    call("mount /tmp", libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, options))
+    for path, fd in zip(under_tmp, held, strict=True):
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        target = path.encode()
+        call(f"bind {path}", libc.mount(f"/proc/self/fd/{fd}".encode(), target, None, MS_BIND | MS_REC, None))
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+        call(f"read-only {path}", libc.mount(None, target, None, flags, None))
+        os.close(fd)
 
 
 def _reap(signum, frame) -> None:

@@ -26,12 +26,12 @@ from ..control import Control, ControlError
 from ..errors import SandboxUnavailable
 from ..options import Limits
 from ..recent import Recent
-from .bwrap import _UIDS, Confined, _close_all, _processes_of, bwrap_argv, wait_until_reaped
+from .bwrap import _UIDS, Confined, _close_all, _processes_of, bwrap_argv, python_roots, wait_until_reaped
 
 START = (
     "import sys; sys.path.insert(0, '/opt/grader'); from autograder.inside.startup import add_site_dirs; "
     "import json; add_site_dirs(json.loads(sys.argv[3])); from autograder.zygote import main; "
-    "main(int(sys.argv[1]), json.loads(sys.argv[2]))"
+    "main(int(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[4]))"
 )
 LIFETIME = 600.0  # seconds a zygote serves before it is replaced (what its children left in /tmp goes with it)
 
@@ -43,11 +43,13 @@ class Zygote:
         ours, theirs = socket.socketpair()
         self.control, fd = Control(ours), theirs.detach()
         self.lock = threading.Lock()
+        under_tmp = [path for path in [*python_roots(site_dirs), *(target for _, target in binds)]
+                     if path.startswith("/tmp/")]  # fmt: skip
 
         def program(uid: int, info_fd: int) -> list[str]:
             argv = bwrap_argv(limits, None, info_fd, site_dirs, binds)
             return argv + [sys.executable, "-I", "-S", "-c", START, str(fd), json.dumps(list(preload)),
-                           json.dumps(list(site_dirs))]  # fmt: skip
+                           json.dumps(list(site_dirs)), json.dumps(under_tmp)]  # fmt: skip
 
         try:
             self.process = Confined(limits, time.monotonic() + LIFETIME, program, [fd])
