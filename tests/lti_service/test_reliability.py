@@ -206,7 +206,7 @@ def test_serve_runs_worker_processes_and_starts_them_again_when_they_die(fast_lm
     assert page.wait_graded(1)[0]["score"] == 16.0
     workers = fast_lms.tool.worker_pids()
     assert wait_for(lambda: sorted(map(cpus_of, workers)) == own_cpus)
-    grader = wait_for(lambda: [w for w in workers if len(sandbox_processes_under(w)) == 2])[0]
+    grader = wait_for(lambda: [w for w in workers if len(sandbox_processes_under(w)) >= 2])[0]  # tests and sandbox
     assert all(cpus_of(sandbox) == cpus_of(grader) for sandbox in sandbox_processes_under(grader))
 
 
