@@ -6,6 +6,8 @@ decoding messages as a hostile sandbox could write them."""
 
 from __future__ import annotations
 
+import collections
+import decimal
 import io
 import json
 import subprocess
@@ -15,6 +17,7 @@ import numpy as np
 import pytest
 
 from autograder.environment import prepare, requirements_of
+from autograder.inside.codec import Blobs, Decoder, Encoder
 from autograder.values import _trusted_global
 
 DATASCIENCE = "datascience==0.18.1"
@@ -37,6 +40,46 @@ DATASCIENCE = "datascience==0.18.1"
 )
 def test_a_reference_to_a_library_class_or_function_is_the_graders_own_only_where_trusted(name, grader_own):
     assert _trusted_global(name) is grader_own
+
+
+class Refs(Encoder):
+    def ref(self, x):
+        return {"$ref": 0, "type": type(x).__name__, "module": "", "kind": "object", "truth": True}
+
+
+def as_the_grader_decodes(node):
+    """A node from the sandbox, decoded with the grader's rule for library classes (trusted packages)."""
+    return Decoder(memoryview(b""), lambda n: "a reference", lambda n: n, on_class=_trusted_global).value(node)
+
+
+class Tagged(collections.Counter):
+    pass
+
+
+def test_a_library_subclass_of_a_data_type_is_rebuilt_as_its_own_class():
+    counts = as_the_grader_decodes(Refs().encode(collections.Counter("mississippi"), Blobs()))
+    assert type(counts) is collections.Counter and counts.most_common(1) == [("i", 4)]
+    parts = as_the_grader_decodes(Refs().encode(decimal.Decimal("3.14").as_tuple(), Blobs()))
+    assert type(parts).__name__ == "DecimalTuple" and parts.exponent == -2  # a library's named tuple
+    flagged = collections.OrderedDict(a=1)
+    flagged.note = "state beyond the data"
+    assert type(as_the_grader_decodes(Refs().encode(flagged, Blobs()))) is dict
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        (["os", "environ.__class__"], {"a": 1}),  # not a trusted package
+        (["tests.autograder.test_library_values", "Tagged"], {"a": 1}),  # a class of the student's own files
+        (["collections", "Counter"], [1, 2]),  # a class that is not a subclass of what the data is
+        (["collections", "defaultdict"], {"a": 1}),  # not built from its data alone: the data stays data
+        (["numpy", "mean"], [1, 2]),  # not a class
+    ],
+)
+def test_a_claimed_library_class_that_does_not_fit_leaves_the_plain_data(name, value):
+    node = {"$sub": {"global": name, "value": Refs().encode(value, Blobs())}}
+    decoded = as_the_grader_decodes(node)
+    assert type(decoded) is type(value) and decoded == value
 
 
 DECODE = """
