@@ -27,7 +27,7 @@ from .manifest import Manifest, ManifestError
 from .notebook import Cell, InvalidSubmission, load_cells, read_notebook
 from .options import GradeOptions, Limits
 from .results import GradeResult
-from .sandbox.bwrap import SITE_DIRS, Confined, Sandbox, bwrap_argv, python_argv
+from .sandbox.bwrap import SITE_DIRS, Confined, Sandbox, bwrap_argv, python_argv, release_later
 from .sandbox.forked import Forked, Zygote, zygote_for
 
 log = logging.getLogger(__name__)
@@ -219,17 +219,18 @@ class GradingBox:
         sandbox = self.sandboxes.pop(number)
         self.peak_memory = max(self.peak_memory, sandbox.memory_peak())
         self.cpu_seconds += sandbox.cpu_seconds()
-        sandbox.close()
+        release_later(sandbox)
 
     def _close_sandboxes(self) -> None:
         for number in list(self.sandboxes):
             self._close_sandbox(number)
 
     def close(self) -> None:
-        """Kill the grading process and its sandboxes; idempotent."""
+        """Kill the grading process and its sandboxes (their resources are freed in the background:
+        `released()`); idempotent."""
         self.process.terminate()
         self._close_sandboxes()
-        self.process.close()
+        release_later(self.process)
         self.control.close()
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import compileall
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ import sysconfig
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import SandboxUnavailable
@@ -28,6 +30,7 @@ from .cgroups import CgroupUnavailable, SandboxCgroup
 from .cgroups import Limits as CgroupLimits
 from .uids import UidPool
 
+log = logging.getLogger(__name__)
 INSIDE = Path(__file__).resolve().parent.parent / "inside"
 INSIDE_MOUNT = "/opt/grader/_autograder_inside"
 OUTPUT_CAP = 64 * 1024
@@ -240,8 +243,9 @@ class Confined:
             self.cgroup.kill()
 
     def close(self) -> None:
-        """Kill it and free its pipes, cgroup and uid; idempotent; only the thread talking to it calls it (a
-        pipe closed under a thread still reading it could be reused by another sandbox)."""
+        """Kill it and free its pipes, cgroup and uid; idempotent; called by the thread talking to it, or by
+        `release_later` once none does (a pipe closed under a thread still reading it could be reused by
+        another sandbox)."""
         if self._closed:
             return
         self._stopped.set()
@@ -257,6 +261,31 @@ class Confined:
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         _UIDS.release(self.uid)
+
+
+_RELEASER = ThreadPoolExecutor(1, thread_name_prefix="release")
+
+
+def release_later(process: Confined) -> None:
+    """Kill it now; free its uid, cgroup and pipes on a thread of its own: waiting for the kernel to reap
+    its processes takes a grading tens of milliseconds its result need not wait for."""
+    process.terminate()
+    try:
+        _RELEASER.submit(_release, process)
+    except RuntimeError:  # the interpreter is shutting down
+        process.close()
+
+
+def _release(process: Confined) -> None:
+    try:
+        process.close()
+    except Exception:  # noqa: BLE001 - logged; the uid stays held rather than shared
+        log.exception("could not free a sandbox's resources")
+
+
+def released() -> None:
+    """Wait until every release asked so far is done (one thread frees them in order)."""
+    _RELEASER.submit(lambda: None).result()
 
 
 class Sandbox(Confined):

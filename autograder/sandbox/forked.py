@@ -81,6 +81,7 @@ class Forked(Confined):
             return []
 
         self.pid: int | None = None
+        self.settled = False  # in its cgroup, where killing the cgroup kills it and all it started
         super().__init__(limits, deadline, program, fds)
 
     def _start(self, program, uid: int, pass_fds: Sequence[int]) -> None:
@@ -102,6 +103,7 @@ class Forked(Confined):
         for procs in self.cgroup.procs_files:
             with open(procs, "w") as f:
                 f.write(str(self.pid))
+        self.settled = True
 
     @property
     def alive(self) -> bool:
@@ -110,7 +112,7 @@ class Forked(Confined):
     def terminate(self) -> None:
         if not self._closed:
             self.cgroup.kill()
-            for pid in _processes_of(self.uid):  # not yet in its cgroup
+            for pid in [] if self.settled else _processes_of(self.uid):  # not yet in its cgroup
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
