@@ -33,7 +33,7 @@ START = (
     "import json; add_site_dirs(json.loads(sys.argv[3])); from autograder.zygote import main; "
     "main(int(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[4]))"
 )
-LIFETIME = 600.0  # seconds a zygote serves before it is replaced (what its children left in /tmp goes with it)
+LIFETIME = 600.0  # seconds a zygote serves before a fresh one replaces it
 
 
 class Zygote:
