@@ -15,6 +15,7 @@ import ctypes
 import os
 import signal
 import socket
+from collections.abc import Sequence
 
 from .control import Control
 from .inside.startup import limit_resources
@@ -69,7 +70,7 @@ CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 0x4000, 0x40000
 
 
-def own_tmp(size: int, under_tmp: list[str] = ()) -> None:
+def own_tmp(size: int, under_tmp: Sequence[str] = ()) -> None:
     """A mount and IPC namespace of this process's own, with an empty /tmp of `size` bytes (mode 1777) in
     which the read-only paths `under_tmp` are bound again (the new /tmp would hide them)."""
     libc = ctypes.CDLL(None, use_errno=True)
