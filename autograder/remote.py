@@ -24,6 +24,11 @@ READABLE_DUNDERS = {"__name__", "__qualname__", "__doc__", "__module__", "__wrap
 MAX_REPR = 100_000
 
 
+def _applied(function: str) -> Any:
+    """A one-argument builtin protocol (abs(), math.floor()...) of a reference, run in the sandbox."""
+    return lambda self: self._apply(function)
+
+
 class StudentObject:
     """A reference to an object that stays in the sandbox."""
 
@@ -76,26 +81,9 @@ class StudentObject:
     def __round__(self, ndigits: Any = None) -> Any:
         return self._apply("round", *([] if ndigits is None else [ndigits]))
 
-    def __abs__(self) -> Any:
-        return self._apply("abs")
-
-    def __neg__(self) -> Any:
-        return self._apply("neg")
-
-    def __pos__(self) -> Any:
-        return self._apply("pos")
-
-    def __invert__(self) -> Any:
-        return self._apply("invert")
-
-    def __trunc__(self) -> Any:
-        return self._apply("trunc")
-
-    def __floor__(self) -> Any:
-        return self._apply("floor")
-
-    def __ceil__(self) -> Any:
-        return self._apply("ceil")
+    __abs__, __neg__, __pos__ = _applied("abs"), _applied("neg"), _applied("pos")
+    __invert__, __trunc__ = _applied("invert"), _applied("trunc")
+    __floor__, __ceil__ = _applied("floor"), _applied("ceil")
 
     def __format__(self, spec: str) -> str:
         return _checked(self._apply("format", spec), str, "format()")[:MAX_REPR]

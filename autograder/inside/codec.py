@@ -160,14 +160,10 @@ class Encoder:
                 raise TooLarge
             node = encoder(self, as_base(x) if as_base else x, blobs, depth + 1)
             return {"$sub": {"global": library, "value": node}} if library else node
-        except ByReference:
-            del blobs.parts[mark[0] :]
-            blobs.size = mark[1]
-            return self.ref(x)
         except Exception as error:  # noqa: BLE001 - whatever student code made of it
             del blobs.parts[mark[0] :]
             blobs.size = mark[1]
-            return self.unsendable(x, error)
+            return self.ref(x) if isinstance(error, ByReference) else self.unsendable(x, error)
 
     def items(self, xs, blobs, depth):
         if len(xs) > MAX_ITEMS:

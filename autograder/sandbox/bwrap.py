@@ -132,9 +132,14 @@ def bwrap_argv(
 def python_argv(start: str, limits: Limits, fds: Sequence[int], site_dirs: Sequence[str]) -> list[str]:
     """The interpreter running `start` (isolated, no `site`), with what its `main` reads from argv: the
     inherited fds, the rlimits to set (address space, CPU seconds, processes, file size) and the site dirs."""
+    return [sys.executable, "-I", "-S", "-c", start, *map(str, [*fds, *rlimits(limits)]), json.dumps(list(site_dirs))]
+
+
+def rlimits(limits: Limits) -> list[int]:
+    """What a confined Python sets before anything else (inside/startup.py: limit_resources): address
+    space, CPU seconds, processes of its uid, file size."""
     memory = limits.memory_mb * 1024 * 1024
-    rlimits = [memory, int(limits.total_timeout) + 1, limits.max_processes, memory]
-    return [sys.executable, "-I", "-S", "-c", start, *map(str, [*fds, *rlimits]), json.dumps(list(site_dirs))]
+    return [memory, int(limits.total_timeout) + 1, limits.max_processes, memory]
 
 
 class Confined:

@@ -26,7 +26,7 @@ from ..control import Control, ControlError
 from ..errors import SandboxUnavailable
 from ..options import Limits
 from ..recent import Recent
-from .bwrap import _UIDS, Confined, _close_all, _processes_of, bwrap_argv, python_roots, wait_until_reaped
+from .bwrap import _UIDS, Confined, _close_all, _processes_of, bwrap_argv, python_roots, rlimits, wait_until_reaped
 
 START = (
     "import sys; sys.path.insert(0, '/opt/grader'); from autograder.inside.startup import add_site_dirs; "
@@ -62,10 +62,9 @@ class Zygote:
         return self.process.proc.poll() is None and time.monotonic() < self.process.deadline - 60
 
     def fork(self, uid: int, limits: Limits, fds: Sequence[int]) -> None:
-        memory = limits.memory_mb * 1024 * 1024
-        rlimits = [memory, int(limits.total_timeout) + 1, limits.max_processes, memory]
+        request = {"uid": uid, "rlimits": rlimits(limits), "tmp_bytes": limits.tmp_mb * 1024 * 1024}
         with self.lock:
-            self.control.send({"uid": uid, "rlimits": rlimits, "tmp_bytes": limits.tmp_mb * 1024 * 1024}, fds)
+            self.control.send(request, fds)
 
     def close(self) -> None:
         self.process.close()

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from autograder.environment import prepare, requirements_of
-from autograder.inside.codec import Blobs, Decoder, Encoder
+from autograder.inside.codec import Blobs, Decoder
 from autograder.values import _trusted_global
+from tests.autograder.test_codec import Refs
 
 DATASCIENCE = "datascience==0.18.1"
 
@@ -40,11 +41,6 @@ DATASCIENCE = "datascience==0.18.1"
 )
 def test_a_reference_to_a_library_class_or_function_is_the_graders_own_only_where_trusted(name, grader_own):
     assert _trusted_global(name) is grader_own
-
-
-class Refs(Encoder):
-    def ref(self, x):
-        return {"$ref": 0, "type": type(x).__name__, "module": "", "kind": "object", "truth": True}
 
 
 def as_the_grader_decodes(node):
