@@ -228,7 +228,7 @@ class GradingBox:
     def close(self) -> None:
         """Kill the grading process and its sandboxes (their resources are freed in the background:
         `released()`); idempotent."""
-        self.process.terminate()
+        self.process.signal_kill()
         self._close_sandboxes()
         release_later(self.process)
         self.control.close()

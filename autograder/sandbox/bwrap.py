@@ -247,6 +247,12 @@ class Confined:
         if not self._closed:
             self.cgroup.kill()
 
+    def signal_kill(self) -> None:
+        """SIGKILL it now without waiting for its processes to die: nothing of it runs another instruction
+        once the signal is delivered, so a result need not wait (close() makes sure of it)."""
+        if not self._closed:
+            self.cgroup.signal_kill()
+
     def close(self) -> None:
         """Kill it and free its pipes, cgroup and uid; idempotent; called by the thread talking to it, or by
         `release_later` once none does (a pipe closed under a thread still reading it could be reused by
@@ -272,9 +278,9 @@ _RELEASER = ThreadPoolExecutor(1, thread_name_prefix="release")
 
 
 def release_later(process: Confined) -> None:
-    """Kill it now; free its uid, cgroup and pipes on a thread of its own: waiting for the kernel to reap
-    its processes takes a grading tens of milliseconds its result need not wait for."""
-    process.terminate()
+    """Kill it now; make sure it is dead and free its uid, cgroup and pipes on a thread of its own: waiting
+    for the kernel to reap its processes takes a grading tens of milliseconds its result need not wait for."""
+    process.signal_kill()
     try:
         _RELEASER.submit(_release, process)
     except RuntimeError:  # the interpreter is shutting down

@@ -83,18 +83,24 @@ class SandboxCgroup:
 
     def kill(self) -> None:
         """SIGKILL every process in the cgroup, until none is left."""
-        if "kill" in self.files and self.files["kill"].exists():
-            _write(self.files["kill"], "1")
         deadline = time.monotonic() + 10
-        while pids := self.pids():
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        while pids := self.signal_kill():
             if time.monotonic() > deadline:
                 raise RuntimeError(f"processes {pids} of a sandbox cgroup survived SIGKILL")
             time.sleep(0.002)  # a killed process takes a moment to leave its cgroup
+
+    def signal_kill(self) -> list[int]:
+        """SIGKILL every process in the cgroup now, without waiting for them to leave it (a process forked
+        meanwhile is left to `kill`); the processes signalled."""
+        if "kill" in self.files and self.files["kill"].exists():
+            _write(self.files["kill"], "1")
+        pids = self.pids()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return pids
 
     def remove(self) -> None:
         """Kill whatever is left and delete the cgroup."""

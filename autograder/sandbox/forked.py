@@ -117,6 +117,12 @@ class Forked(Confined):
                 except ProcessLookupError:
                     pass
 
+    def signal_kill(self) -> None:
+        if self.settled:
+            super().signal_kill()
+        else:  # not yet in its cgroup: found by its uid
+            self.terminate()
+
     def output(self) -> str:
         return ""
 
