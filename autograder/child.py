@@ -21,9 +21,9 @@ import time
 from typing import Any
 
 from .assignment import Assignment, AssignmentError, read_assignment
-from .control import Control
 from .errors import SandboxUnavailable
 from .grading import Grading, Ready, Session, start_ready
+from .inside.control import Control
 from .notebook import Cell
 from .options import Limits
 from .paths import write_under

@@ -21,14 +21,14 @@ from dataclasses import replace
 from typing import Any
 
 from .assignment import Assignment, AssignmentError, load_assignment
-from .control import Control, ControlError
 from .errors import SandboxUnavailable
+from .inside.control import Control, ControlError
 from .manifest import Manifest, ManifestError
 from .notebook import Cell, InvalidSubmission, load_cells, read_notebook
 from .options import GradeOptions, Limits
 from .results import GradeResult
-from .sandbox.bwrap import SITE_DIRS, Confined, Sandbox, bwrap_argv, python_argv, release_later
-from .sandbox.forked import Forked, Zygote, zygote_for
+from .sandbox.bwrap import INSIDE, INSIDE_MOUNT, SITE_DIRS, Confined, Sandbox, bwrap_argv, python_argv, release_later
+from .sandbox.forked import GRADING_START, SANDBOX_START, Forked, ForkedSandbox, Zygote, zygote_for
 
 log = logging.getLogger(__name__)
 PACKAGE = os.path.dirname(os.path.abspath(__file__))
@@ -174,7 +174,13 @@ class GradingBox:
 
     def _start_sandbox(self, deadline: float) -> None:
         self.started += 1
-        self.sandboxes[self.started] = Sandbox(self.limits, deadline, self.site_dirs)
+        if isinstance(self.process, Forked):  # a service's grading of an assignment without packages
+            sandbox: Sandbox | ForkedSandbox = ForkedSandbox(
+                zygote_for(("sandboxes",), _sandbox_zygote), self.limits, deadline
+            )
+        else:
+            sandbox = Sandbox(self.limits, deadline, self.site_dirs)
+        self.sandboxes[self.started] = sandbox
 
     def _hand_over(self, number: int, details: dict[str, Any]) -> None:
         sandbox = self.sandboxes[number]
@@ -236,8 +242,18 @@ class GradingBox:
 
 def _zygote() -> Zygote:
     """A zygote for the grading processes of one assignment without packages of its own."""
-    preload = [name for name in ZYGOTE_PRELOAD if importlib.util.find_spec(name)]
-    return Zygote(Limits(), SITE_DIRS, [(PACKAGE, PACKAGE_MOUNT)], preload)
+    return Zygote(GRADING_START, Limits(), SITE_DIRS, [(PACKAGE, PACKAGE_MOUNT)], _zygote_preload())
+
+
+def _sandbox_zygote() -> Zygote:
+    """The zygote of the student sandboxes of every assignment without packages of its own (nothing in it
+    belongs to an assignment); its children bring up a loopback of their own."""
+    binds = [(str(INSIDE), INSIDE_MOUNT)]
+    return Zygote(SANDBOX_START, Limits(), SITE_DIRS, binds, _zygote_preload(), ["CAP_NET_ADMIN"])
+
+
+def _zygote_preload() -> list[str]:
+    return [name for name in ZYGOTE_PRELOAD if importlib.util.find_spec(name)]
 
 
 def site_dirs(assignment: Assignment) -> list[str]:

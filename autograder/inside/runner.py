@@ -579,7 +579,11 @@ class _KernelShell:
 
 
 def main():
-    read_fd, write_fd = start(2)
+    serve_pipes(*start(2))
+
+
+def serve_pipes(read_fd, write_fd):
+    """Serve the grader on these pipes until it is done (a sandbox started by bubblewrap, or forked)."""
     channel = Channel(read_fd, write_fd)
     os.set_inheritable(read_fd, False)
     os.set_inheritable(write_fd, False)

@@ -78,11 +78,16 @@ def python_roots(site_dirs: Sequence[str]) -> list[str]:
 
 
 def bwrap_argv(
-    limits: Limits, uid: int | None, info_fd: int, site_dirs: Sequence[str], binds: Sequence[tuple[str, str]]
+    limits: Limits,
+    uid: int | None,
+    info_fd: int,
+    site_dirs: Sequence[str],
+    binds: Sequence[tuple[str, str]],
+    zygote_caps: Sequence[str] = (),
 ) -> list[str]:
     """bwrap up to the program to run: the system, Python and `binds` (host path, path inside) read-only, a
     size-capped /tmp, no network, and the program started as `uid` with no capabilities. `uid` None: as
-    root with only the capabilities to change uid and to mount (a zygote, zygote.py)."""
+    root with only the capabilities to change uid and to mount, and `zygote_caps` (a zygote, forked.py)."""
     roots = python_roots(site_dirs)
     inside = [target for _, target in binds]
     dirs = sorted({d for path in [*roots, *inside] for d in _ancestors(path)}, key=len)
@@ -121,7 +126,7 @@ def bwrap_argv(
         argv += ["--ro-bind", source, target]
     if uid is None:
         caps = ["--cap-drop", "ALL"]
-        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SYS_ADMIN"):
+        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SYS_ADMIN", *zygote_caps):
             caps += ["--cap-add", cap]
         return argv + [*caps, "--chdir", "/tmp", "--"]
     argv += ["--chdir", "/tmp", "--"]
@@ -299,7 +304,20 @@ def released() -> None:
     _RELEASER.submit(lambda: None).result()
 
 
-class Sandbox(Confined):
+class SandboxPipes:
+    """The two pipes this process holds to a student sandbox's runner, until it hands them over."""
+
+    read_fd: int
+    write_fd: int
+    _own_fds: list[int]
+
+    def hand_over(self) -> None:
+        """Another process talks to it now (it holds the pipes): close this process's ends."""
+        _close_all(self._own_fds)
+        self._own_fds, self.read_fd, self.write_fd = [], -1, -1
+
+
+class Sandbox(SandboxPipes, Confined):
     """The sandbox that runs student code: the runner of `inside/`, speaking over two pipes (read_fd,
     write_fd on this side). `site_dirs`: the packages it sees (an assignment's environment's, or the
     grader's own)."""
@@ -319,11 +337,6 @@ class Sandbox(Confined):
             _close_all([self.write_fd, self.read_fd])
             raise
         self._own_fds = [self.write_fd, self.read_fd]
-
-    def hand_over(self) -> None:
-        """Another process talks to it now (it holds the pipes): close this process's ends."""
-        _close_all(self._own_fds)
-        self._own_fds, self.read_fd, self.write_fd = [], -1, -1
 
 
 def _close_all(fds: Sequence[int]) -> None:

@@ -18,6 +18,7 @@ import nbformat
 import pytest
 
 from autograder import GradeOptions, grade_submission
+from autograder.pool import close_all
 from tests.autograder.host import host_artifacts, sandbox_processes
 from tests.submissions import AUTOGRADER_ZIP, corpus, defined_questions, load_test_sources, submission_notebook
 
@@ -74,9 +75,11 @@ def test_attack_fails(attack, test_sources, loopback_listener, monkeypatch):
 
 
 # The corpus again, against an assignment of another kind: pandas, support files read by the notebook
-# and by the tests (so its tests run in a grading process of their own), exception tests taking `pd`.
+# and by the tests (so its tests run in a grading process of their own), exception tests taking `pd`;
+# graded as a service grades, with processes started ahead (`prestart`): the grading process and the
+# student's sandbox are forked from zygotes.
 GENERIC = [attack for attack in ATTACKS if not defined_questions(attack.source)]
-PANDAS_OPTIONS = replace(OPTIONS, cell_timeout=5.0, test_timeout=5.0, memory_mb=1024)
+PANDAS_OPTIONS = replace(OPTIONS, cell_timeout=5.0, test_timeout=5.0, memory_mb=1024, prestart=1)
 # memory_bomb keeps what it allocated in a global: the notebook's own next cell cannot import pandas in
 # what is left of the sandbox's memory (under any limit), so only its containment is checked here.
 KEEPS_THE_SANDBOXS_MEMORY = {"memory_bomb"}
@@ -112,6 +115,7 @@ class Graded:
         started = time.monotonic()
         self.result = grade_submission(zip_path, notebook, options)
         self.elapsed = time.monotonic() - started
+        close_all()  # the processes started ahead for the next grading, if any
         assert self.result.error is None
 
     def assert_contained(self, test_sources, listener) -> None:

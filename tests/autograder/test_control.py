@@ -1,4 +1,4 @@
-"""The control channel between the grader and a grading process (autograder/control.py)."""
+"""The control channel between the grader and a grading process (autograder/inside/control.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from autograder.control import Control, ControlError
+from autograder.inside.control import Control, ControlError
 
 
 class AnswersAtOnce:
