@@ -12,6 +12,7 @@ import builtins
 import os
 import select
 import struct
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ FRAME = struct.Struct(">II")
 MAX_JSON = 8 * 1024 * 1024
 MAX_BLOBS = 64 * 1024 * 1024
 READ_CHUNK = 1 << 20
+MAX_OUTPUT = 64 * 1024  # characters of what student code printed, per message (the runner's cap)
 
 
 def ready(fd: int, events: int, timeout: float) -> bool:
@@ -162,6 +164,7 @@ class Channel:
     def _await(self, rid: int, deadline: float, timeout: float) -> Any:
         while True:
             msg, blob = self._recv(deadline, timeout)
+            self._printed(msg.get("out"))
             if "re" not in msg:
                 started = time.monotonic()
                 self._answer(msg, blob, deadline)
@@ -180,6 +183,14 @@ class Channel:
                     raise self.fail(error)  # bomb's children): the sandbox is replaced, as after a hang
                 raise error
             return self.decode(msg.get("ok"), blob)
+
+    def _printed(self, out: Any) -> None:
+        """What student code printed during a test's call, printed here: a doctest compares it."""
+        if out is None:
+            return
+        if type(out) is not str or len(out) > MAX_OUTPUT:
+            raise self.fail(ProtocolError("the sandbox sent malformed output"))
+        sys.stdout.write(out)
 
     def _answer(self, msg: dict[str, Any], blob: memoryview, deadline: float) -> None:
         """Answer a request from the sandbox (a call of a test's function, an otter check)."""

@@ -849,9 +849,8 @@ def _encode_table(encoder, x, blobs, depth):
         or type(columns) is not (sys.modules["collections"].OrderedDict)
     ):
         raise ByReference
-    labels, arrays = list(columns), list(columns.values())
-    ndarray = sys.modules["numpy"].ndarray
-    if not all(type(label) is str for label in labels) or not all(type(a) is ndarray for a in arrays):
+    labels, arrays = [_table_label(label) for label in columns], list(columns.values())
+    if not all(type(a) is sys.modules["numpy"].ndarray for a in arrays):
         raise ByReference
     if sum(a.nbytes for a in arrays) > MAX_BLOBS // 2 or len(labels) > MAX_ITEMS:
         raise ByReference
@@ -865,9 +864,9 @@ def _encode_formats(table_formats, formats):
     encoded = []
     for label, formatter in table_formats.items():
         cls, state = type(formatter), getattr(formatter, "__dict__", None)
-        if type(label) is not str or getattr(formats, cls.__name__, None) is not cls or not _format_state(cls, state):
+        if getattr(formats, cls.__name__, None) is not cls or not _format_state(cls, state):
             raise ByReference
-        encoded.append([label, cls.__name__, dict(state)])
+        encoded.append([_table_label(label), cls.__name__, dict(state)])
     return encoded
 
 
@@ -882,9 +881,16 @@ def _format_state(cls, state):
     )
 
 
+def _table_label(label):
+    """A column label as plain text: a str, or NumPy's str (what `select(make_array("a"))` leaves)."""
+    if type(label) is not str and type(label) is not getattr(sys.modules.get("numpy"), "str_", str):
+        raise ByReference
+    return str.__str__(label)
+
+
 def _encode_row(encoder, x, blobs, depth):
-    labels = list(type(x)._table._columns)
-    if not all(type(label) is str for label in labels) or len(labels) != len(x):
+    labels = [_table_label(label) for label in type(x)._table._columns]
+    if len(labels) != len(x):
         raise ByReference
     return {"$dsrow": {"labels": labels, "values": encoder.items(tuple(tuple.__iter__(x)), blobs, depth)}}
 

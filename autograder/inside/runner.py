@@ -49,6 +49,7 @@ _dumps, _loads = wire.dumps, wire.loads
 FRAME = struct.Struct(">II")
 MAX_JSON = 8 * 1024 * 1024
 MAX_TEXT = 2000
+MAX_OUTPUT = 64 * 1024  # characters a test's call may print (a doctest compares them)
 APPLIED = {"round": round, "abs": abs, "format": format, "neg": operator.neg, "pos": operator.pos,
            "invert": operator.invert, "trunc": math.trunc, "floor": math.floor, "ceil": math.ceil}  # fmt: skip
 """builtin protocols the grader may apply to an object held here (round(x, 5) in a test)"""
@@ -210,11 +211,12 @@ class Channel:
             blobs = Blobs()
             msg = {"re": rid, "ok": self.codec.encode(value, blobs)}
         except BaseException as e:  # noqa: BLE001 - everything a student may raise is reported
-            return self.send({"re": rid, "err": [_text(type(e).__name__, 200), _text(e)]})
+            return self.send({"re": rid, "err": [_text(type(e).__name__, 200), _text(e)], **_OUTPUT.take()})
+        printed = _OUTPUT.take()
         try:
-            self.send(msg, blobs)
+            self.send({**msg, **printed}, blobs)
         except TooLarge:  # too much for one message as data: the value stays here
-            self.send({"re": rid, "ok": self.codec.ref(value)})
+            self.send({"re": rid, "ok": self.codec.ref(value), **printed})
 
     def serve(self, until=None):
         """Handle requests until the reply to request `until` arrives (forever if None)."""
@@ -232,7 +234,11 @@ class Channel:
                 self.send({"re": msg.get("id"), "err": ["ProtocolError", "unknown op"]})
                 continue
             args = {k: self.decode(v, blob) for k, v in msg.get("args", {}).items()}
-            self.reply(msg["id"], _Alarm.run, msg.get("timeout", 5), op, **args)
+            capturing, _OUTPUT.capturing = _OUTPUT.capturing, msg.get("op") != "exec"
+            try:
+                self.reply(msg["id"], _Alarm.run, msg.get("timeout", 5), op, **args)
+            finally:
+                _OUTPUT.capturing = capturing
 
     def request(self, op, **args):
         """Call the grader; its exceptions are re-raised here."""
@@ -242,7 +248,7 @@ class Channel:
         nodes = {k: self.codec.encode(v, blobs) for k, v in args.items()}
 
         def roundtrip():
-            self.send({"id": rid, "op": op, "args": nodes}, blobs)
+            self.send({"id": rid, "op": op, "args": nodes, **_OUTPUT.take()}, blobs)  # printed before the call
             return self.serve(until=rid)
 
         msg, blob = _Alarm.paused(roundtrip)
@@ -534,13 +540,39 @@ def _text(x, cap=MAX_TEXT):
 
 
 class _Sink(io.TextIOBase):
-    """Student stdout/stderr: accepted and discarded, so printing costs nothing and never blocks."""
+    """Student stderr, and stdout while a cell runs: accepted and discarded, so printing costs nothing and
+    never blocks."""
 
     def writable(self):
         return True
 
     def write(self, s):
         return len(s)
+
+
+class _Output(_Sink):
+    """Student stdout. What a test's call prints goes to the grader with the next message (a doctest
+    compares it, as under otter run: `>>> show(4)` of a function that prints); up to MAX_OUTPUT."""
+
+    def __init__(self):
+        self.capturing, self.parts, self.size = False, [], 0
+
+    def write(self, s):
+        if self.capturing and isinstance(s, str) and self.size < MAX_OUTPUT:
+            text = str.__str__(s)[: MAX_OUTPUT - self.size]
+            self.parts.append(text)
+            self.size += len(text)
+        return len(s)
+
+    def take(self):
+        """{"out": what was printed since the last message}, or {}."""
+        if not self.parts:
+            return {}
+        text, self.parts, self.size = "".join(self.parts), [], 0
+        return {"out": text}
+
+
+_OUTPUT = _Output()
 
 
 def _install_stubs(channel):
@@ -593,7 +625,7 @@ def serve_pipes(read_fd, write_fd):
     sys.modules["__main__"] = main_module
     sys.path.insert(0, "")  # like a Jupyter kernel: modules next to the notebook can be imported
     _install_stubs(channel)
-    sys.stdout = sys.stderr = _Sink()
+    sys.stdout, sys.stderr = _OUTPUT, _Sink()
     sys.stdin = io.StringIO()
     signal.signal(signal.SIGALRM, _Alarm.handler)
     channel.send({"hello": os.getpid()})

@@ -22,8 +22,8 @@ while frame.f_code.co_name != "serve":
     frame = frame.f_back
 channel, request = frame.f_locals["self"], frame.f_locals["msg"]
 
-def reply(ok, blob=b""):
-    data = json.dumps({"re": request["id"], "ok": ok}).encode()
+def reply(ok, blob=b"", **extra):
+    data = json.dumps({"re": request["id"], "ok": ok, **extra}).encode()
     os.write(channel.write_fd, struct.pack(">II", len(data), len(blob)) + data + blob)
 """
 
@@ -34,6 +34,8 @@ PAYLOADS = {
     "deep nesting": 'os.write(channel.write_fd, struct.pack(">II", 200000, 0) + b"[" * 100000 + b"]" * 100000)',
     "millions of nodes": "reply([0] * 3_000_000)",
     "oversized frame": 'os.write(channel.write_fd, struct.pack(">II", 2**31, 2**31))',
+    "printed output that is not text": 'reply(None, out={"$nd": {"dtype": "<U16384", "shape": [10**9]}})',
+    "printed output beyond its cap": 'reply(None, out="x" * (64 * 1024 + 1))',
     "series longer than its data": (
         'reply({"$series": {"data": {"$nd": {"dtype": "<i8", "shape": [1], "data": {"$b": [0, 8]}}},'
         ' "index": {"$index": {"range": [0, 10**12, 1], "name": None}}, "name": None}}, b"\\0" * 8)'

@@ -36,6 +36,11 @@ DATASCIENCE = "datascience==0.18.1"
         (["numpy", "ndarray.__init__"], None),  # nothing private
         (["numpy", "linalg.norm"], None),  # a qualified name never goes through another module
         (["numpy", "pi"], None),  # data is data, not a class or function
+        (["builtins", "str"], str),  # `type(answer) == str`
+        (["builtins", "ValueError"], ValueError),
+        (["builtins", "eval"], None),  # builtin classes only
+        (["builtins", "open"], None),
+        (["builtins", "__import__"], None),
         ("numpy.mean", None),
     ],
 )
@@ -107,6 +112,8 @@ back = round_trip(table)
 report["table"] = [type(back) is Table, list(back.labels), str(back)]
 row = round_trip(table.row(1))
 report["row"] = [isinstance(row, Table.Row), row.item("name"), row.share, repr(row)]
+selected = round_trip(table.select(make_array("share")))  # NumPy's str as its label
+report["numpy labels"] = [type(selected) is Table, list(selected.labels), type(round_trip(selected.row(0))).__name__]
 table.note = "set by the student"
 report["attribute"] = round_trip(table)
 report["subclass"] = round_trip(type("Mine", (Table,), {})())
@@ -161,5 +168,6 @@ def test_tables_and_rows_are_rebuilt_as_the_librarys_own_and_hostile_ones_are_re
     is_table, labels, printed = report.pop("table")
     assert is_table and labels == ["name", "share"] and "25.00%" in printed  # its format kept
     assert report.pop("row") == [True, "b", 0.25, "Row(name='b', share=0.25)"]
+    assert report.pop("numpy labels") == [True, ["share"], "Row"]
     assert report.pop("attribute") == report.pop("subclass") == "a reference"  # what is not plain stays there
     assert report == dict.fromkeys(report, "refused") and len(report) == 14
