@@ -71,7 +71,9 @@ class Queue:
 
 
 class Running:
-    """A count of the tasks a consumer is running, kept by huey's pre- and post-execute hooks."""
+    """A count of the tasks a consumer is running, kept by the tasks themselves (`with running:`), never by
+    the queue's hooks: huey skips its post-execute hooks when its own bookkeeping after a task fails (Redis
+    gone), and a count stuck above zero would keep the database poll from taking over for good."""
 
     def __init__(self) -> None:
         self._count, self._lock = 0, threading.Lock()
@@ -79,9 +81,13 @@ class Running:
     def __bool__(self) -> bool:
         return self._count > 0
 
-    def add(self, change: int) -> None:
+    def __enter__(self) -> None:
         with self._lock:
-            self._count += change
+            self._count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._count -= 1
 
 
 def build_queue(services: Services) -> Queue:
@@ -91,25 +97,28 @@ def build_queue(services: Services) -> Queue:
     else:
         huey = SqliteHuey("decode-grader", filename=str(config.data_dir / "queue.db"), results=False)
 
+    running = Running()
+
     @huey.task(name="grade")
     def grade(attempt_id: int) -> None:
-        grade_and_send(services, attempt_id)
+        with running:
+            grade_and_send(services, attempt_id)
 
     @huey.task(name="send_score")
     def send_score(passback_id: int) -> None:
-        send(services, passback_id)
+        with running:
+            send(services, passback_id)
 
     @huey.task(name="grade_preview")
     def grade_preview(preview_id: int) -> None:
-        moves.grade_preview(services, preview_id)
+        with running:
+            moves.grade_preview(services, preview_id)
 
     @huey.task(name="build_assignment")
     def build_assignment(build_id: int) -> None:
-        builds.run(services, build_id)
+        with running:
+            builds.run(services, build_id)
 
-    running = Running()
-    huey.pre_execute("count_running")(lambda task: running.add(1))
-    huey.post_execute("count_running")(lambda task, result, exception: running.add(-1))
     return Queue(huey, grade, send_score, grade_preview, build_assignment, running)
 
 

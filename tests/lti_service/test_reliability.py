@@ -21,6 +21,7 @@ from huey import SqliteHuey
 from sqlalchemy import select, text
 from sqlalchemy.exc import SQLAlchemyError
 
+from lti_service import jobs
 from lti_service.config import Config
 from lti_service.db import Attempt, Launch, Passback
 from lti_service.grading import create_attempt
@@ -362,16 +363,23 @@ def test_a_busy_consumers_poll_only_takes_over_attempts_whose_worker_died(tmp_pa
     assert attempt_status(services, ids["queued"]) == "graded"
 
 
-def test_the_queue_knows_when_its_consumer_is_running_a_task(tmp_path):
+def test_the_queue_knows_when_its_consumer_is_running_a_task_even_when_the_queue_fails_after_it(tmp_path, monkeypatch):
+    """Redis gone while a grading ran: the task ends, then huey's own bookkeeping fails (and its post-execute
+    hooks never run). The consumer is idle again all the same, so the database poll takes over."""
     queue = build_queue(Services.from_config(Config(data_dir=tmp_path)))
-
-    @queue.huey.task()
-    def probe() -> bool:
-        return bool(queue.running)
-
+    seen = []
+    monkeypatch.setattr(jobs, "grade_and_send", lambda services, attempt_id: seen.append(bool(queue.running)))
     assert not queue.running
-    assert queue.huey.execute(probe.s()) is True
-    assert not queue.running
+    queue.huey.execute(queue.grade.s(1))
+    assert seen == [True] and not queue.running
+
+    def queue_gone(key):
+        raise ConnectionError("Redis is restarting")
+
+    monkeypatch.setattr(queue.huey, "delete", queue_gone)  # what huey does right after a task
+    with pytest.raises(ConnectionError):
+        queue.huey.execute(queue.grade.s(2))
+    assert seen == [True, True] and not queue.running
 
 
 def test_grades_the_old_policy_dropped_are_retried_after_the_upgrade(tmp_path):
