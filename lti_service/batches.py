@@ -14,7 +14,7 @@ from .services import Services
 
 # What each kind of batch does to the rows it takes: which rows, and how they are reset to be done again.
 KINDS = {
-    "regrade": (Attempt, ("graded", "failed"), lambda: {"status": "queued", "error": None}),
+    "regrade": (Attempt, ("graded", "failed"), lambda: {"status": "queued", "error": None, "claims": 0}),
     "resend": (
         Passback,
         ("pending", "failed"),

@@ -134,6 +134,8 @@ class Attempt(LinkScoped, Base):
     """while grading: when the worker's lease ends unless it renews it (then another worker may take over)"""
     lease_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     """while grading: the lease of the worker grading it; only that worker may record the result"""
+    claims: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """times a worker has taken it since it was queued (grading.MAX_CLAIMS: a notebook that stops its worker)"""
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_score: Mapped[float | None] = mapped_column(Float, nullable=True)
     result: Mapped[dict | None] = mapped_column(JSON, nullable=True)
@@ -330,6 +332,8 @@ class PreviewGrade(Base):
     deadline: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     """while grading: when the worker's lease ends unless it renews it (as for attempts)"""
     lease_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    claims: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """times a worker has taken it (as for attempts)"""
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_score: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from autograder import GradeOptions, SandboxUnavailable, grade_submission
@@ -33,6 +33,12 @@ from .lti.lineitems import link_lineitem
 from .services import Services
 
 UPLOAD_RACE_RETRIES = 20  # each round stores at least one of the racing uploads
+MAX_CLAIMS = 3  # times workers take one attempt before it is set aside (its grading stops its worker)
+POISONED = (
+    "Grading this notebook stopped the grader {} times (it may use more memory than the grader has, or crash "
+    "it), so it was set aside to keep other students' notebooks moving. Staff can regrade it from the "
+    "dashboard; if it stops the grader again, look at what the notebook runs."
+)
 Job = type[Attempt] | type[PreviewGrade]  # rows graded under a lease
 log = logging.getLogger("lti_service.grading")
 
@@ -81,15 +87,34 @@ def _store_attempt(services: Services, launch, filename: str, data: bytes) -> tu
 
 def claim(services: Services, attempt_id: int, job: Job = Attempt) -> str | None:
     """Lease the attempt (or preview grade) for this worker unless another worker holds a live lease; the
-    lease id."""
+    lease id. Not one that workers have taken MAX_CLAIMS times already (`set_aside`)."""
     now, lease_id = utcnow(), uuid.uuid4().hex
     with services.db.session() as session:
         claimed = session.execute(
             update(job)
-            .where(job.id == attempt_id, or_(job.status == "queued", (job.status == "grading") & (job.deadline < now)))
-            .values(status="grading", deadline=_lease_end(services), lease_id=lease_id)
+            .where(job.id == attempt_id, job.claims < MAX_CLAIMS, _takeable(job, now))
+            .values(status="grading", deadline=_lease_end(services), lease_id=lease_id, claims=job.claims + 1)
         )
     return lease_id if claimed.rowcount == 1 else None
+
+
+def set_aside(services: Services, attempt_id: int, job: Job = Attempt) -> bool:
+    """Fail an attempt (or preview grade) whose grading has stopped its worker MAX_CLAIMS times (each time
+    its lease ran out with no outcome), so that it cannot take every worker in turn; True if it was."""
+    with services.db.session() as session:
+        failed = session.execute(
+            update(job)
+            .where(job.id == attempt_id, job.claims >= MAX_CLAIMS, _takeable(job, utcnow()))
+            .values(status="failed", error=POISONED.format(MAX_CLAIMS), deadline=None, lease_id=None)
+        )
+    if failed.rowcount:
+        log.warning("set aside attempt %s: its grading stopped its worker %s times", attempt_id, MAX_CLAIMS)
+    return failed.rowcount == 1
+
+
+def _takeable(job: Job, now: dt.datetime) -> ColumnElement[bool]:
+    """Queued, or grading by a worker whose lease has run out (it died or froze)."""
+    return or_(job.status == "queued", (job.status == "grading") & (job.deadline < now))
 
 
 def _lease_end(services: Services) -> dt.datetime:
@@ -133,7 +158,10 @@ def grade_attempt(services: Services, attempt_id: int) -> Finished | None:
     the version its link is pinned to now."""
     lease_id = claim(services, attempt_id)
     if lease_id is None:
-        return None
+        if not set_aside(services, attempt_id):
+            return None
+        with services.db.session() as session:
+            return Finished(session.get(Attempt, attempt_id), None)
     log.info("grading attempt %s", attempt_id, extra={"event": "grading", "attempt": attempt_id, "lease": lease_id})
     with services.db.session() as session:
         attempt = session.get(Attempt, attempt_id)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select, update
 
 from ..db import AssignmentLink, AssignmentVersion, Attempt, LinkMove, PreviewGrade, utcnow
-from ..grading import claim, grade_notebook, lease_renewed
+from ..grading import claim, grade_notebook, lease_renewed, set_aside
 from ..link_settings import load
 from ..passback import counting_attempt, record_grade
 from ..services import Services
@@ -107,6 +107,7 @@ def grade_preview(services: Services, preview_id: int) -> None:
     under a lease as gradings are (grading.py)."""
     lease_id = claim(services, preview_id, PreviewGrade)
     if lease_id is None:
+        set_aside(services, preview_id, PreviewGrade)
         return
     with services.db.session() as session:
         preview = session.get(PreviewGrade, preview_id)
@@ -185,7 +186,7 @@ def apply(services: Services, key: dict, move_id: int) -> tuple[list[int], list[
                     setattr(attempt, name, getattr(previews[attempt.id], name))
                 attempt.graded_at = utcnow()
             else:  # uploaded after the move started
-                attempt.status = "queued"
+                attempt.status, attempt.claims = "queued", 0
                 regrade.append(attempt.id)
         _pin(session, key, move.to_version_id)
         move.status = "applied"

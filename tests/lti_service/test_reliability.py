@@ -21,10 +21,10 @@ from huey import SqliteHuey
 from sqlalchemy import select, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from lti_service import jobs
+from lti_service import batches, jobs
 from lti_service.config import Config
 from lti_service.db import Attempt, Launch, Passback
-from lti_service.grading import create_attempt
+from lti_service.grading import MAX_CLAIMS, claim, create_attempt
 from lti_service.jobs import DatabasePoll, build_queue
 from lti_service.lti.ags import SCORE_SCOPE
 from lti_service.migrate import alembic_config, upgrade
@@ -340,6 +340,28 @@ def test_an_attempt_whose_worker_vanished_is_graded_by_the_database_poll(tmp_pat
     with services.db.session() as session:
         row = session.get(Attempt, attempt.id)
         assert (row.status, row.score) == ("graded", 16.0)
+
+
+def test_a_notebook_whose_grading_stops_its_worker_every_time_is_set_aside_not_looped(tmp_path, built_assignment):
+    """Each worker that takes it dies or freezes (its lease runs out with no outcome): after MAX_CLAIMS takes
+    it is failed, with a message staff read on the dashboard, instead of taking every worker in turn; a
+    regrade gives it its tries again."""
+    services = Services.from_config(Config(data_dir=tmp_path))
+    platform = add_platform(services.db, "https://lms.example", "c1", ["d"], "a", "t", "j")
+    launch = Launch(platform_id=platform.id, context_id="c", resource_link_id="r", user_id="u", claims={})
+    attempt_id = create_attempt(services, launch, "decode.ipynb", notebook_bytes())[0].id
+    for _ in range(MAX_CLAIMS):
+        assert claim(services, attempt_id) is not None
+        with services.db.session() as session:  # the worker that took it died: its lease runs out
+            session.get(Attempt, attempt_id).deadline = dt.datetime(2000, 1, 1)
+    assert DatabasePoll(services).round()
+    with services.db.session() as session:
+        row = session.get(Attempt, attempt_id)
+        assert row.status == "failed" and "set aside" in row.error and "regrade" in row.error
+    assert not DatabasePoll(services).round()  # nothing left to take
+    batches.start(services, {"platform_id": platform.id, "context_id": "c", "resource_link_id": "r"}, "regrade")
+    jobs.grade_and_send(services, attempt_id)  # what the regrade's task does
+    assert attempt_status(services, attempt_id) == "graded"
 
 
 def test_a_busy_consumers_poll_only_takes_over_attempts_whose_worker_died(tmp_path, built_assignment):
