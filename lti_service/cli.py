@@ -91,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     remove_key = keys.add_parser("remove", help="remove a key from the JWKS")
     remove_key.add_argument("kid")
 
+    sub.add_parser("status", help="print readiness (database, queue, sandbox) and the metrics /metrics serves")
     db = sub.add_parser("db", help="database schema").add_subparsers(dest="action", required=True)
     db.add_parser("upgrade", help="apply schema migrations (serve and worker also do this at start)")
     return parser
@@ -116,8 +117,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return manage_keys(services, args)
     if args.command == "assignment":
         return assignment_cli.run(services, args)
+    if args.command == "status":
+        return status(services)
     print(f"database at {config.sqlalchemy_url.split('@')[-1]} is up to date")
     return 0
+
+
+def status(services: Services) -> int:
+    """What /readyz and /metrics say, for a terminal; exit status 1 when something is not ready."""
+    from .jobs import build_queue
+    from .monitoring import metrics, readiness
+
+    queue = build_queue(services)
+    checks = readiness(services, queue)
+    for part, state in checks.items():
+        print(f"{part:<9} {state}")
+    print(metrics(services, queue).decode(), end="")
+    return 0 if all(state == "ok" for state in checks.values()) else 1
 
 
 def serve(services: Services, args: argparse.Namespace) -> int:

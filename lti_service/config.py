@@ -80,6 +80,8 @@ class Config:
     """LOGIN_LIMIT_PER_CLIENT: OIDC logins one client address may have pending (not yet launched, < 10 min)"""
     login_limit_total: int = field(default_factory=lambda: int(_env("LOGIN_LIMIT_TOTAL", "20000")))
     """LOGIN_LIMIT_TOTAL: OIDC logins pending from all clients together"""
+    metrics_token: str = field(default_factory=lambda: _env("METRICS_TOKEN", ""))
+    """METRICS_TOKEN: the bearer token /metrics asks for (none: no /metrics)"""
     public_url: str = field(default_factory=lambda: _env("PUBLIC_URL", ""))
     """PUBLIC_URL: the tool's address as platforms and browsers see it (for `platform invite`)"""
 
