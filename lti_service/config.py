@@ -80,6 +80,8 @@ class Config:
     """LOGIN_LIMIT_PER_CLIENT: OIDC logins one client address may have pending (not yet launched, < 10 min)"""
     login_limit_total: int = field(default_factory=lambda: int(_env("LOGIN_LIMIT_TOTAL", "20000")))
     """LOGIN_LIMIT_TOTAL: OIDC logins pending from all clients together"""
+    max_waiting_uploads: int = field(default_factory=lambda: int(_env("MAX_WAITING_UPLOADS", "3")))
+    """MAX_WAITING_UPLOADS: notebooks one student may have waiting to be graded at once"""
     metrics_token: str = field(default_factory=lambda: _env("METRICS_TOKEN", ""))
     """METRICS_TOKEN: the bearer token /metrics asks for (none: no /metrics)"""
     public_url: str = field(default_factory=lambda: _env("PUBLIC_URL", ""))

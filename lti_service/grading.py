@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from sqlalchemy import ColumnElement, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, tuple_, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from autograder import GradeOptions, SandboxUnavailable, grade_submission
@@ -77,12 +77,52 @@ def _store_attempt(services: Services, launch, filename: str, data: bytes) -> tu
         rules = SubmissionRules(settings, due_at(launch), attempts_used=number - 1)
         if rules.refusal:
             raise SubmissionRefused(rules.refusal)
+        _refuse_a_flood(services, session, launch)
         attempt = Attempt(**key, number=number, filename=filename[:300], notebook=data, sha256=digest)
         attempt.assignment_version_id = version.id
         attempt.user_name, attempt.lineitem_url = launch.user_name, lineitem_url
         attempt.late_penalty = rules.late_penalty
         session.add(attempt)
     return attempt, True
+
+
+def _refuse_a_flood(services: Services, session, launch) -> None:
+    """One student's notebooks waiting to be graded are capped (MAX_WAITING_UPLOADS), in all their courses
+    on the platform: a student uploading again and again cannot fill the queue in front of others."""
+    waiting = session.scalar(
+        select(func.count())
+        .select_from(Attempt)
+        .filter_by(platform_id=launch.platform_id, user_id=launch.user_id)
+        .where(Attempt.status.in_(("queued", "grading")))
+    )
+    if waiting >= services.config.max_waiting_uploads:
+        raise SubmissionRefused(
+            f"You have {waiting} notebooks waiting to be graded already. Wait until they are graded (this page "
+            "shows their scores as soon as they are), then upload again."
+        )
+
+
+def turn_order(services: Services, count: int) -> list[int]:
+    """The next `count` queued attempts in the order they are served: in rounds over students (every
+    student's first waiting notebook before anyone's second), within a round the student served longest ago
+    first, then the oldest upload. Fair in a deadline burst: a student's fifth upload never waits in front of
+    another student's first."""
+    student = (Attempt.platform_id, Attempt.user_id)
+    position = func.row_number().over(partition_by=student, order_by=Attempt.id).label("position")
+    queued = select(Attempt.id, *student, position).where(Attempt.status == "queued").subquery()
+    waiting = select(queued.c.platform_id, queued.c.user_id)
+    last_served = (
+        select(*student, func.max(Attempt.graded_at).label("at"))
+        .where(tuple_(*student).in_(waiting))
+        .group_by(*student)
+        .subquery()
+    )
+    same_student = and_(last_served.c.platform_id == queued.c.platform_id, last_served.c.user_id == queued.c.user_id)
+    order = (queued.c.position, last_served.c.at.asc().nulls_first(), queued.c.id)
+    with services.db.session() as session:
+        return list(
+            session.scalars(select(queued.c.id).outerjoin(last_served, same_student).order_by(*order).limit(count))
+        )
 
 
 def claim(services: Services, attempt_id: int, job: Job = Attempt) -> str | None:

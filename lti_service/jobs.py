@@ -30,6 +30,7 @@ from .services import Services
 
 log = logging.getLogger("lti_service.jobs")
 DUE_BATCH = 50  # grades sent per poll round before the poll looks for lost attempts again
+TURN_CANDIDATES = 5  # attempts whose turn it is that a task tries, when other workers take the first ones
 HOUSEKEEPING_EVERY = 60.0  # seconds between purges of expired launches and LTI state
 
 
@@ -122,13 +123,19 @@ def build_queue(services: Services) -> Queue:
     return Queue(huey, grade, send_score, grade_preview, build_assignment, running)
 
 
-def grade_and_send(services: Services, attempt_id: int) -> None:
-    """Grade the attempt if it still needs it, then send its score from this worker at once (the outbox
-    row, written with the grade, is the durable record if sending fails)."""
-    finished = grading.grade_attempt(services, attempt_id)
-    if finished is None:
+def grade_and_send(services: Services, attempt_id: int, in_turn: bool = True) -> None:
+    """Grade the queued attempt whose turn it is (grading.turn_order; each attempt's task grades one,
+    so every attempt is graded), else (or, not `in_turn`, only) this one if it still needs it; then send
+    its score from this worker at once (the outbox row, written with the grade, is the durable record if
+    sending fails)."""
+    turns = grading.turn_order(services, TURN_CANDIDATES) if in_turn else []
+    for candidate in dict.fromkeys([*turns, attempt_id]):
+        finished = grading.grade_attempt(services, candidate)
+        if finished is not None:
+            break
+    else:
         return
-    batches.finish(services, Attempt, attempt_id, failed=finished.attempt.status != "graded")
+    batches.finish(services, Attempt, finished.attempt.id, failed=finished.attempt.status != "graded")
     if finished.passback_id is not None:
         send(services, finished.passback_id)
 
@@ -178,7 +185,7 @@ class DatabasePoll:
         attempt_id = grading.unclaimed(self.services, queued_for=lost)
         if attempt_id is not None:
             log.info("picking up attempt %s from the database", attempt_id)
-            grade_and_send(self.services, attempt_id)
+            grade_and_send(self.services, attempt_id, in_turn=lost is not None)  # busy: only a dead worker's
         return bool(due) or attempt_id is not None or self._assignment_work(lost)
 
     def _assignment_work(self, lost: dt.timedelta | None) -> bool:

@@ -45,7 +45,8 @@ def test_the_worker_keeps_sandboxes_started_for_the_next_uploads(lms):
     """WARM_SANDBOXES (2 by default): once it has graded an assignment, the worker keeps two gradings of it
     started (each a grading process and its sandbox, for one grading only), so the next uploads do not wait.
     `serve` runs two worker processes and earlier tests may have had either grade: each that did keeps two
-    pairs (four interpreters), the other none."""
+    pairs, the other none. Forked from zygotes, each pair is three processes as sandbox uids: the grading
+    process, and the sandbox's init and runner."""
     page = lms.open("student-grace", "decode-warm")
     page.upload(notebook_bytes())
     page.wait_graded(1)
@@ -53,7 +54,7 @@ def test_the_worker_keeps_sandboxes_started_for_the_next_uploads(lms):
     def warm_per_worker() -> list[int]:
         return sorted(len(sandbox_processes_under(worker)) for worker in lms.tool.worker_pids())
 
-    assert wait_for(lambda: warm_per_worker() in ([0, 4], [4, 4]))  # interpreters as sandbox uids
+    assert wait_for(lambda: warm_per_worker() in ([0, 6], [6, 6]))
 
 
 def test_a_worse_later_attempt_does_not_lower_the_gradebook(lms):

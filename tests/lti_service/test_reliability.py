@@ -21,10 +21,10 @@ from huey import SqliteHuey
 from sqlalchemy import select, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from lti_service import batches, jobs
+from lti_service import batches, grading, jobs
 from lti_service.config import Config
 from lti_service.db import Attempt, Launch, Passback
-from lti_service.grading import MAX_CLAIMS, claim, create_attempt
+from lti_service.grading import MAX_CLAIMS, SubmissionRefused, claim, create_attempt
 from lti_service.jobs import DatabasePoll, build_queue
 from lti_service.lti.ags import SCORE_SCOPE
 from lti_service.migrate import alembic_config, upgrade
@@ -362,6 +362,45 @@ def test_a_notebook_whose_grading_stops_its_worker_every_time_is_set_aside_not_l
     batches.start(services, {"platform_id": platform.id, "context_id": "c", "resource_link_id": "r"}, "regrade")
     jobs.grade_and_send(services, attempt_id)  # what the regrade's task does
     assert attempt_status(services, attempt_id) == "graded"
+
+
+def graded_in_turn(tmp_path, monkeypatch, flood: int) -> list[str]:
+    """The users whose notebooks one worker grades, in order, after one student uploaded `flood` notebooks
+    and then four students one each (tasks run in upload order, as one worker takes them)."""
+    services = Services.from_config(Config(data_dir=tmp_path, max_waiting_uploads=50))
+    platform = add_platform(services.db, "https://lms.example", "c1", ["d"], "a", "t", "j")
+    graded = []
+    monkeypatch.setattr(
+        grading, "grade_notebook", lambda s, z, data, label: graded.append(data.decode()) or {"status": "graded"}
+    )
+    ids = []
+    for user in ["flood"] * flood + ["ana", "ben", "cy", "dee"]:
+        launch = Launch(platform_id=platform.id, context_id="c", resource_link_id="r", user_id=user, claims={})
+        ids.append(create_attempt(services, launch, "n.ipynb", f"{user} {len(ids)}".encode())[0].id)
+    for attempt_id in ids:
+        jobs.grade_and_send(services, attempt_id)
+    assert all(attempt_status(services, i) == "graded" for i in ids)
+    return [text.split()[0] for text in graded]
+
+
+def test_a_students_many_uploads_never_wait_in_front_of_other_students_first(tmp_path, monkeypatch):
+    """Served in turns over students: the others' waits do not grow with one student's number of uploads."""
+    alone = graded_in_turn(tmp_path / "one", monkeypatch, flood=1)
+    flooded = graded_in_turn(tmp_path / "six", monkeypatch, flood=6)
+    assert alone == ["flood", "ana", "ben", "cy", "dee"]
+    assert flooded[:5] == alone and flooded[5:] == ["flood"] * 5
+
+
+def test_a_student_cannot_have_more_notebooks_waiting_than_the_cap(tmp_path):
+    services = Services.from_config(Config(data_dir=tmp_path, max_waiting_uploads=3))
+    platform = add_platform(services.db, "https://lms.example", "c1", ["d"], "a", "t", "j")
+    launch = Launch(platform_id=platform.id, context_id="c", resource_link_id="r", user_id="u", claims={})
+    ids = [create_attempt(services, launch, "n.ipynb", f"version {i}".encode())[0].id for i in range(3)]
+    with pytest.raises(SubmissionRefused, match="3 notebooks waiting to be graded already"):
+        create_attempt(services, launch, "n.ipynb", b"version 4")
+    with services.db.session() as session:
+        session.get(Attempt, ids[0]).status = "graded"
+    create_attempt(services, launch, "n.ipynb", b"version 4")  # one was graded: room for one more
 
 
 def test_a_busy_consumers_poll_only_takes_over_attempts_whose_worker_died(tmp_path, built_assignment):
