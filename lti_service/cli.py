@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .assignments import cli as assignment_cli
@@ -92,6 +93,10 @@ def _parser() -> argparse.ArgumentParser:
     remove_key.add_argument("kid")
 
     sub.add_parser("status", help="print readiness (database, queue, sandbox) and the metrics /metrics serves")
+    backup = sub.add_parser("backup", help="copy the SQLite database, keys and secret key while serving")
+    backup.add_argument("path", type=Path, help="a new directory for the copy")
+    restore = sub.add_parser("restore", help="put a backup back (stop the tool first)")
+    restore.add_argument("path", type=Path, help="a directory made by backup")
     db = sub.add_parser("db", help="database schema").add_subparsers(dest="action", required=True)
     db.add_parser("upgrade", help="apply schema migrations (serve and worker also do this at start)")
     return parser
@@ -119,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return assignment_cli.run(services, args)
     if args.command == "status":
         return status(services)
+    if args.command in ("backup", "restore"):
+        return backup_or_restore(config, args.command, args.path)
     print(f"database at {config.sqlalchemy_url.split('@')[-1]} is up to date")
     return 0
 
@@ -134,6 +141,18 @@ def status(services: Services) -> int:
         print(f"{part:<9} {state}")
     print(metrics(services, queue).decode(), end="")
     return 0 if all(state == "ok" for state in checks.values()) else 1
+
+
+def backup_or_restore(config: Config, command: str, path: Path) -> int:
+    from .backup import BackupError, backup, restore
+
+    try:
+        (backup if command == "backup" else restore)(config, path)
+    except BackupError as e:
+        print(f"{command} failed: {e}", file=sys.stderr)
+        return 2
+    print(f"{'backed up into' if command == 'backup' else 'restored from'} {path}")
+    return 0
 
 
 def serve(services: Services, args: argparse.Namespace) -> int:
