@@ -175,9 +175,9 @@ class GradingBox:
     def _start_sandbox(self, deadline: float) -> None:
         self.started += 1
         if isinstance(self.process, Forked):  # a service's grading of an assignment without packages
-            sandbox: Sandbox | ForkedSandbox = ForkedSandbox(
-                zygote_for(("sandboxes",), _sandbox_zygote), self.limits, deadline
-            )
+            preload = self.preload
+            zygote = zygote_for(("sandboxes", preload), lambda: _sandbox_zygote(preload))
+            sandbox: Sandbox | ForkedSandbox = ForkedSandbox(zygote, self.limits, deadline)
         else:
             sandbox = Sandbox(self.limits, deadline, self.site_dirs)
         self.sandboxes[self.started] = sandbox
@@ -242,18 +242,17 @@ class GradingBox:
 
 def _zygote() -> Zygote:
     """A zygote for the grading processes of one assignment without packages of its own."""
-    return Zygote(GRADING_START, Limits(), SITE_DIRS, [(PACKAGE, PACKAGE_MOUNT)], _zygote_preload())
+    preload = [name for name in ZYGOTE_PRELOAD if importlib.util.find_spec(name)]
+    return Zygote(GRADING_START, Limits(), SITE_DIRS, [(PACKAGE, PACKAGE_MOUNT)], preload)
 
 
-def _sandbox_zygote() -> Zygote:
-    """The zygote of the student sandboxes of every assignment without packages of its own (nothing in it
-    belongs to an assignment); its children bring up a loopback of their own."""
+def _sandbox_zygote(preload: tuple[str, ...]) -> Zygote:
+    """A zygote of student sandboxes with `preload` imported (what the assignment's notebooks import, as the
+    pool learned it: a sandbox forked with pandas it does not need forks its snapshots slower), for every
+    assignment without packages of its own (nothing in it belongs to an assignment); its children bring up
+    a loopback of their own."""
     binds = [(str(INSIDE), INSIDE_MOUNT)]
-    return Zygote(SANDBOX_START, Limits(), SITE_DIRS, binds, _zygote_preload(), ["CAP_NET_ADMIN"])
-
-
-def _zygote_preload() -> list[str]:
-    return [name for name in ZYGOTE_PRELOAD if importlib.util.find_spec(name)]
+    return Zygote(SANDBOX_START, Limits(), SITE_DIRS, binds, preload, ["CAP_NET_ADMIN"])
 
 
 def site_dirs(assignment: Assignment) -> list[str]:

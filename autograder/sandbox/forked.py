@@ -8,8 +8,8 @@ takes namespaces of its own (a fresh /tmp and IPC; for a sandbox also pid, netwo
 gives a sandbox started afresh) and becomes a uid of the pool (all capabilities gone); this process then
 moves the child into a cgroup of its own before it runs anything but the grader's code, and a watchdog kills
 it at its deadline, as for any Confined process. Per worker process: one zygote of grading processes per
-assignment, one of sandboxes for every assignment without packages of its own. A replaced zygote ends with
-its last child (they live in its pid namespace).
+assignment, and zygotes of sandboxes (for every assignment without packages of its own) per set of libraries
+its notebooks import. A replaced zygote ends with its last child (they live in its pid namespace).
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ class Forked(Confined):
             self.zygote.release()
 
 
-MAX_ZYGOTES = 4
+MAX_ZYGOTES = 6  # of grading processes, one per assignment graded lately; of sandboxes, one per preload
 _ZYGOTES: Recent[Zygote] = Recent(MAX_ZYGOTES)
 _KEEPER = ThreadPoolExecutor(1, thread_name_prefix="zygotes")
 """starts every zygote: bwrap dies with the thread that started it, so one that lives as long as this process"""

@@ -122,7 +122,7 @@ def test_a_sandbox_reaches_nothing_of_the_host_or_of_another(toy, options):
 def test_a_replaced_zygote_ends_with_its_last_child_not_before():
     """A zygote is replaced after a while (or to make room for another assignment's): the sandboxes it
     forked live in its pid namespace, so killing it at once would kill gradings under way."""
-    zygote = _sandbox_zygote()
+    zygote = _sandbox_zygote(())
     sandbox = ForkedSandbox(zygote, Limits(), time.monotonic() + 60)
     try:
         zygote.close()  # what replacing it does
