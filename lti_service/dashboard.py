@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 from sqlalchemy import select
 
 from .assignments import links
-from .db import Attempt, Passback, Platform
+from .db import Attempt, Passback, Platform, utcnow
 from .link_settings import link_key, load
 from .lti import nrps
 from .lti.ags import AgsError
@@ -15,6 +16,7 @@ from .passback import Waiting, counting_attempt, waiting
 from .services import Services
 
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+SLOW_GRADING = dt.timedelta(minutes=3)  # a wait for a grade staff are told about
 
 
 @dataclass
@@ -33,6 +35,13 @@ class StudentRow:
         return self.attempts > 0
 
 
+@dataclass(frozen=True)
+class SlowGrading:
+    count: int
+    since: dt.datetime
+    """when the oldest of them was uploaded"""
+
+
 @dataclass
 class Dashboard:
     rows: list[StudentRow]
@@ -41,6 +50,8 @@ class Dashboard:
     question_rates: dict[str, float]
     waiting: Waiting | None
     """grades the platform has not accepted yet and that the tool keeps retrying"""
+    slow: SlowGrading | None = None
+    """notebooks that have waited longer than SLOW_GRADING to be graded"""
 
     @property
     def gradebook_scores(self) -> list[float]:
@@ -72,7 +83,16 @@ def build(services: Services, launch) -> Dashboard:
     counted = [counting_attempt(user_attempts, policy) for user_attempts in by_user.values()]
     counted = [a for a in counted if a is not None]
     max_score = next((a.max_score for a in counted), None) or links.version_for(services, launch).points
-    return Dashboard(rows, roster_error, max_score, _question_rates(counted), waiting(services, key))
+    board = Dashboard(rows, roster_error, max_score, _question_rates(counted), waiting(services, key))
+    board.slow = slow_grading(attempts, utcnow())
+    return board
+
+
+def slow_grading(attempts: list[Attempt], now: dt.datetime) -> SlowGrading | None:
+    """The link's notebooks still waiting for a grade after SLOW_GRADING (the grader is overloaded, or no
+    worker is running): staff are told, in their words, before students ask them."""
+    slow = [a.created_at for a in attempts if a.status in ("queued", "grading") and a.created_at < now - SLOW_GRADING]
+    return SlowGrading(len(slow), min(slow)) if slow else None
 
 
 def _roster(services: Services, platform: Platform, launch) -> tuple[list[dict], str | None]:

@@ -47,6 +47,7 @@ def dashboard_page(launch: Launch, message: str | None = None) -> str:
         settings=load(services(), link_key(launch)),
         jobs=[batches.progress(job) for job in batches.recent(services(), link_key(launch))],
         retry_hours=services().config.passback_retry_for / 3600,
+        slow_minutes=round(dashboard.SLOW_GRADING.total_seconds() / 60),
         csrf_token=csrf_token(launch),
         gradebook_problem=gradebook_problem(services(), launch, for_staff=True),
         message=message,

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from lti_service import create_app
+from lti_service import create_app, dashboard
 from lti_service.config import Config
 from lti_service.db import Attempt, Database, Launch, utcnow
 from lti_service.grading import create_attempt
@@ -78,3 +78,23 @@ def test_status_prints_readiness_and_the_metrics(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.splitlines()[:3] == ["database  ok", "queue     ok", "sandbox   ok"]
     assert samples(run.stdout.split("\n", 3)[3])[("decode_grader_queue_depth", ())] == 0
+
+
+def test_staff_are_told_when_their_notebooks_wait_long_to_be_graded(tmp_path):
+    """The dashboard's alert: only notebooks still waiting after SLOW_GRADING count, the oldest named."""
+    services = Services.from_config(Config(data_dir=tmp_path, max_waiting_uploads=10))
+    platform = add_platform(services.db, "https://lms.example", "c1", ["d"], "a", "t", "j")
+    now = utcnow()
+    ages = {"fresh": 1, "slow": 5, "slower": 9, "graded long ago": 30}
+    for user, minutes in ages.items():
+        launch = Launch(platform_id=platform.id, context_id="c", resource_link_id="r", user_id=user, claims={})
+        attempt_id = create_attempt(services, launch, "n.ipynb", user.encode())[0].id
+        with services.db.session() as session:
+            row = session.get(Attempt, attempt_id)
+            row.created_at = now - dt.timedelta(minutes=minutes)
+            row.status = "graded" if user == "graded long ago" else "queued"
+    with services.db.session() as session:
+        attempts = list(session.query(Attempt))
+    slow = dashboard.slow_grading(attempts, now)
+    assert slow.count == 2 and slow.since == now - dt.timedelta(minutes=9)
+    assert dashboard.slow_grading([a for a in attempts if a.user_id == "fresh"], now) is None
