@@ -342,6 +342,15 @@ class PreviewGrade(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
+class WorkerHeartbeat(Base):
+    """A worker process that is polling the database, and when it last did (what operators count as alive)."""
+
+    __tablename__ = "worker_heartbeats"
+    worker: Mapped[str] = mapped_column(String(300), primary_key=True)
+    """host name and process id"""
+    seen_at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)
+
+
 class Database:
     """An engine and a session factory for one DATABASE_URL."""
 

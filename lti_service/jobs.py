@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -24,7 +26,7 @@ from huey.api import TaskWrapper
 
 from . import batches, grading, passback
 from .assignments import builds, moves
-from .db import Attempt, Launch, Passback, PreviewGrade, utcnow
+from .db import Attempt, Launch, Passback, PreviewGrade, WorkerHeartbeat, utcnow
 from .lti.storage import DatabaseLaunchDataStorage
 from .services import Services
 
@@ -176,6 +178,7 @@ class DatabasePoll:
     def round(self) -> bool:
         """Send the grades that are due, then grade one attempt no worker holds; True when there was work
         (the next round then starts at once)."""
+        self._beat()
         if time.monotonic() - self._housekept_at >= HOUSEKEEPING_EVERY:
             self._housekeeping()
         due = passback.due(self.services, DUE_BATCH)
@@ -199,8 +202,15 @@ class DatabasePoll:
             builds.run(self.services, build_id)
         return build_id is not None
 
+    def _beat(self) -> None:
+        """Note that this worker process is alive (monitoring.py counts the recent ones)."""
+        with self.services.db.session() as session:
+            session.merge(WorkerHeartbeat(worker=f"{socket.gethostname()}:{os.getpid()}", seen_at=utcnow()))
+
     def _housekeeping(self) -> None:
         self._housekept_at = time.monotonic()
+        with self.services.db.session() as session:  # workers gone for a day are forgotten
+            session.query(WorkerHeartbeat).filter(WorkerHeartbeat.seen_at < utcnow() - dt.timedelta(days=1)).delete()
         DatabaseLaunchDataStorage(self.services.db).purge_expired()
         builds.fail_abandoned(self.services)
         with self.services.db.session() as session:

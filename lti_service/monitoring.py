@@ -22,7 +22,7 @@ from autograder.sandbox.bwrap import find_bwrap
 from autograder.sandbox.cgroups import CgroupUnavailable, SandboxCgroup
 from autograder.sandbox.cgroups import Limits as CgroupLimits
 
-from .db import Attempt, Passback, utcnow
+from .db import Attempt, Passback, WorkerHeartbeat, utcnow
 from .jobs import Queue
 from .services import Services
 
@@ -74,6 +74,7 @@ def metrics(services: Services, queue: Queue) -> bytes:
 class _Figures(Collector):
     def __init__(self, services: Services, queue: Queue) -> None:
         self.services, self.queue = services, queue
+        self.alive_for = dt.timedelta(seconds=max(3 * services.config.worker_poll, 10))  # a few missed rounds
 
     def collect(self) -> Iterator[Metric]:
         now = utcnow()
@@ -83,6 +84,9 @@ class _Figures(Collector):
             oldest_attempt = session.scalar(select(func.min(Attempt.created_at)).where(Attempt.status == "queued"))
             waiting_since = func.coalesce(Passback.failing_since, Passback.next_try_at)  # first failure, or due
             oldest_score = session.scalar(select(func.min(waiting_since)).where(Passback.status == "pending"))
+            alive = session.scalar(
+                select(func.count()).select_from(WorkerHeartbeat).where(WorkerHeartbeat.seen_at >= now - self.alive_for)
+            )
             recent = session.execute(
                 select(Attempt.created_at, Attempt.graded_at)
                 .where(Attempt.graded_at >= now - RECENT)
@@ -108,6 +112,9 @@ class _Figures(Collector):
             "passbacks", "Scores for gradebooks, by status", "status", passbacks, ("pending", "sent", "failed")
         )
         yield _upload_to_grade(recent)
+        workers = GaugeMetricFamily(f"{PREFIX}_workers_alive", "Worker processes that polled the database lately")
+        workers.add_metric([], alive)
+        yield workers
 
 
 def _gauge(name: str, documentation: str, label: str, counts: dict, known: tuple[str, ...]) -> Metric:

@@ -13,7 +13,7 @@ from lti_service import create_app, dashboard
 from lti_service.config import Config
 from lti_service.db import Attempt, Database, Launch, utcnow
 from lti_service.grading import create_attempt
-from lti_service.jobs import grade_and_send
+from lti_service.jobs import DatabasePoll, grade_and_send
 from lti_service.platforms import add_platform
 from lti_service.services import Services
 from tests.lti_service.conftest import notebook_bytes
@@ -58,6 +58,10 @@ def test_health_readiness_and_metrics_say_what_the_database_holds(tmp_path, buil
     assert 290 < figures[("decode_grader_oldest_waiting_attempt_seconds", ())] < 600
     assert figures[("decode_grader_upload_to_grade_seconds_count", ())] == 1
     assert figures[("decode_grader_upload_to_grade_seconds_bucket", (("le", "+Inf"),))] == 1
+    assert figures[("decode_grader_workers_alive", ())] == 0
+    DatabasePoll(services, consumer_busy=lambda: True).round()  # a worker's round notes it is alive
+    again = samples(client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).get_data(as_text=True))
+    assert again[("decode_grader_workers_alive", ())] == 1
 
 
 def test_readiness_names_what_is_down(tmp_path):
