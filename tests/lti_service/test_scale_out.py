@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 
+import nbformat
 import psycopg
 import pytest
 import redis
 
 from tests.lti_service.conftest import notebook_bytes, race_uploads, settings, start_lms
-from tests.lti_service.tool import wait_for
+from tests.lti_service.tool import free_port, wait_for
 
 POSTGRES = "postgresql://postgres@127.0.0.1:5432"
 REDIS_DB = "redis://127.0.0.1:6379/11"
@@ -65,6 +67,65 @@ def test_an_attempt_limit_holds_when_uploads_race_on_postgresql(tmp_path, databa
         assert sorted(r.status_code for r in answers) == [303] + [400] * 11
         with psycopg.connect(database) as connection:
             assert connection.execute("SELECT count(*) FROM attempts").fetchone() == (1,)
+    finally:
+        lms.tool.stop()
+        lms.platform.stop()
+
+
+@pytest.fixture
+def private_redis():
+    """A Redis of this test's own (so it can be stopped without saving and started again), and a way to
+    start it again on the same port; stopped afterwards."""
+    port = free_port()
+    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    servers = []
+
+    def start() -> redis.Redis:
+        servers.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        client = redis.Redis(port=port)
+        wait_for(lambda: _answers(client), timeout=20)
+        return client
+
+    yield f"redis://127.0.0.1:{port}/0", start
+    for server in servers:
+        server.kill()
+        server.wait()
+
+
+def _answers(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False
+
+
+def test_redis_stopped_without_saving_mid_grading_strands_nothing(tmp_path, private_redis, built_assignment):
+    """Redis shut down without saving while a task runs and while uploads wait, back a few seconds later,
+    empty: huey's own bookkeeping after the task fails (so its post-execute hooks never run), the uploads
+    made meanwhile were never queued, and the worker (one, so its busy state decides) grades them all from
+    the database."""
+    url, start_redis = private_redis
+    client = start_redis()
+    lms = start_lms(tmp_path, "--workers", "1", QUEUE_URL=url, WORKER_POLL="0.25")
+    try:
+        slow = nbformat.reads(notebook_bytes().decode(), as_version=4)
+        slow.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
+        first = lms.open("student-ada", "decode-1")
+        first.upload(nbformat.writes(slow).encode())
+        assert wait_for(lambda: [a["status"] for a in first.attempts()] == ["grading"])
+        try:
+            client.shutdown(nosave=True)
+        except redis.ConnectionError:  # some versions of the client report the connection it closed
+            pass
+        assert wait_for(lambda: not _answers(client))
+        others = [lms.open("student-grace", link) for link in ("decode-1", "decode-2")]
+        for page in others:
+            assert page.upload(notebook_bytes()).status_code == 200  # saved; the queue is down
+        assert first.wait_graded(1)[0]["score"] == 16.0  # the task ends while Redis is away...
+        assert wait_for(lambda: "Unhandled error during execution" in lms.tool.log.read_text())  # ...and huey fails
+        start_redis()
+        for page in others:
+            assert page.wait_graded(1)[0]["score"] == 16.0
     finally:
         lms.tool.stop()
         lms.platform.stop()
