@@ -466,3 +466,23 @@ def test_grades_the_old_policy_dropped_are_retried_after_the_upgrade(tmp_path):
     with sqlite3.connect(tmp_path / "tool.db") as database:
         statuses = dict(database.execute("SELECT user_id, status FROM passbacks"))
     assert statuses == {"down": "pending", "unreachable": "pending", "throttled": "pending", "refused": "failed"}
+
+
+def test_uploads_are_graded_after_the_embedded_queue_file_is_deleted(tmp_path, built_assignment):
+    """Someone deletes the embedded queue's file while the tool serves: processes that had it open go on
+    with the deleted file, the others make a new one, so tasks go where no worker reads them; the database
+    is the record and the workers' poll grades every upload all the same."""
+    lms = start_lms(tmp_path, **FAST_CLOCK)
+    try:
+        page = lms.open("student-ada", "decode-1")
+        page.upload(notebook_bytes())
+        page.wait_graded(1)
+        for path in Path(lms.tool.env["DATA_DIR"]).glob("queue.db*"):
+            path.unlink()
+        for number, link in enumerate(("decode-1", "decode-2"), start=2):
+            other = lms.open("student-grace", link)
+            assert other.upload(notebook_bytes()).status_code == 200
+            assert other.wait_graded(1)[0]["score"] == 16.0, number
+    finally:
+        lms.tool.stop()
+        lms.platform.stop()
