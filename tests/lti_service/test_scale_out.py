@@ -129,3 +129,26 @@ def test_redis_stopped_without_saving_mid_grading_strands_nothing(tmp_path, priv
     finally:
         lms.tool.stop()
         lms.platform.stop()
+
+
+def test_tasks_lost_when_redis_is_flushed_are_graded_all_the_same(tmp_path, private_redis, built_assignment):
+    """Redis emptied (FLUSHALL, or restarted without its data) while uploads wait behind a grading: their
+    tasks are gone; the worker's poll finds them in the database once it is idle."""
+    url, start_redis = private_redis
+    client = start_redis()
+    lms = start_lms(tmp_path, "--workers", "1", QUEUE_URL=url, WORKER_POLL="0.25")
+    try:
+        slow = nbformat.reads(notebook_bytes().decode(), as_version=4)
+        slow.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
+        first = lms.open("student-ada", "decode-1")
+        first.upload(nbformat.writes(slow).encode())
+        assert wait_for(lambda: [a["status"] for a in first.attempts()] == ["grading"])
+        others = [lms.open("student-grace", link) for link in ("decode-1", "decode-2")]
+        for page in others:
+            assert page.upload(notebook_bytes()).status_code == 200
+        assert client.flushall() and [a["status"] for a in first.attempts()] == ["grading"]
+        for page in [first, *others]:
+            assert page.wait_graded(1)[0]["score"] == 16.0
+    finally:
+        lms.tool.stop()
+        lms.platform.stop()
