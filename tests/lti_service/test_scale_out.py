@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import tempfile
 import uuid
+from pathlib import Path
 
 import nbformat
 import psycopg
@@ -149,6 +152,53 @@ def test_tasks_lost_when_redis_is_flushed_are_graded_all_the_same(tmp_path, priv
         assert client.flushall() and [a["status"] for a in first.attempts()] == ["grading"]
         for page in [first, *others]:
             assert page.wait_graded(1)[0]["score"] == 16.0
+    finally:
+        lms.tool.stop()
+        lms.platform.stop()
+
+
+@pytest.fixture
+def private_postgresql():
+    """A PostgreSQL server of this test's own (so it can crash and restart), run as the postgres user; its
+    URL and a function that restarts it the way a crash does (immediate shutdown, then recovery)."""
+    (bin_dir,) = sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1:]
+    data = Path(tempfile.mkdtemp(prefix="decode-grader-pg-"))
+    shutil.chown(data, "postgres", "postgres")
+    port = free_port()
+
+    def as_postgres(*command: str) -> None:
+        subprocess.run(["runuser", "-u", "postgres", "--", *command], check=True, capture_output=True, timeout=120)
+
+    as_postgres(str(bin_dir / "initdb"), "-D", str(data / "db"), "-A", "trust", "-U", "postgres")
+    options = f"-p {port} -k {data} -c listen_addresses=127.0.0.1"
+    pg_ctl = [str(bin_dir / "pg_ctl"), "-D", str(data / "db"), "-o", options, "-l", str(data / "log"), "-w"]
+    as_postgres(*pg_ctl, "start")
+    try:
+        yield (
+            f"postgresql://postgres@127.0.0.1:{port}/postgres",
+            lambda: as_postgres(*pg_ctl, "-m", "immediate", "restart"),
+        )
+    finally:
+        as_postgres(*pg_ctl, "-m", "immediate", "stop")
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def test_postgresql_crashing_mid_grading_loses_no_grade(tmp_path, private_postgresql, built_assignment):
+    """The database crashes and recovers while a notebook is being graded: that grade is recorded (by the
+    worker, or by another once its lease runs out) and later uploads are graded."""
+    url, crash_and_recover = private_postgresql
+    lms = start_lms(tmp_path, "--workers", "1", DATABASE_URL=url, WORKER_POLL="0.25", GRADING_LEASE="2")
+    try:
+        slow = nbformat.reads(notebook_bytes().decode(), as_version=4)
+        slow.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
+        first = lms.open("student-ada", "decode-1")
+        first.upload(nbformat.writes(slow).encode())
+        assert wait_for(lambda: [a["status"] for a in first.attempts()] == ["grading"])
+        crash_and_recover()
+        assert first.wait_graded(1)[0]["score"] == 16.0
+        later = lms.open("student-grace", "decode-1")
+        later.upload(notebook_bytes())
+        assert later.wait_graded(1)[0]["score"] == 16.0
     finally:
         lms.tool.stop()
         lms.platform.stop()
