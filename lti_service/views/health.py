@@ -1,16 +1,18 @@
 """For operators and their load balancers: /healthz (the process answers), /readyz (database, queue and
-sandbox usable: 503 otherwise) and /metrics (Prometheus's text format, only with METRICS_TOKEN as a
-bearer token; absent without one)."""
+sandbox usable: 503 otherwise, the reasons in the log) and /metrics (Prometheus's text format, only with
+METRICS_TOKEN as a bearer token; absent without one)."""
 
 from __future__ import annotations
 
 import hmac
+import logging
 
 from flask import Blueprint, Response, abort, current_app, jsonify, request
 
 from ..monitoring import metrics, readiness
 
 bp = Blueprint("health", __name__)
+log = logging.getLogger("lti_service.health")
 
 
 @bp.get("/healthz")
@@ -20,9 +22,14 @@ def healthz():
 
 @bp.get("/readyz")
 def readyz():
+    """Which parts are usable; what is wrong with the others goes to the log (and `status`), not to whoever
+    can reach this URL."""
     checks = readiness(current_app.extensions["services"], current_app.extensions["queue"])
-    ready = all(state == "ok" for state in checks.values())
-    return jsonify(ready=ready, **checks), 200 if ready else 503
+    failing = {part: state for part, state in checks.items() if state != "ok"}
+    if failing:
+        log.warning("not ready", extra={"event": "not_ready", "detail": failing})
+    parts = {part: "ok" if state == "ok" else "unavailable" for part, state in checks.items()}
+    return jsonify(ready=not failing, **parts), 503 if failing else 200
 
 
 @bp.get("/metrics")
