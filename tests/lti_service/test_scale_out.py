@@ -95,6 +95,16 @@ def private_redis():
         server.wait()
 
 
+def grading_a_slow_notebook(lms):
+    """Ada's page once her notebook (which sleeps three seconds) is being graded."""
+    slow = nbformat.reads(notebook_bytes().decode(), as_version=4)
+    slow.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
+    page = lms.open("student-ada", "decode-1")
+    page.upload(nbformat.writes(slow).encode())
+    assert wait_for(lambda: [a["status"] for a in page.attempts()] == ["grading"])
+    return page
+
+
 def _answers(client: redis.Redis) -> bool:
     try:
         return bool(client.ping())
@@ -111,11 +121,7 @@ def test_redis_stopped_without_saving_mid_grading_strands_nothing(tmp_path, priv
     client = start_redis()
     lms = start_lms(tmp_path, "--workers", "1", QUEUE_URL=url, WORKER_POLL="0.25")
     try:
-        slow = nbformat.reads(notebook_bytes().decode(), as_version=4)
-        slow.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
-        first = lms.open("student-ada", "decode-1")
-        first.upload(nbformat.writes(slow).encode())
-        assert wait_for(lambda: [a["status"] for a in first.attempts()] == ["grading"])
+        first = grading_a_slow_notebook(lms)
         try:
             client.shutdown(nosave=True)
         except redis.ConnectionError:  # some versions of the client report the connection it closed
@@ -141,11 +147,7 @@ def test_tasks_lost_when_redis_is_flushed_are_graded_all_the_same(tmp_path, priv
     client = start_redis()
     lms = start_lms(tmp_path, "--workers", "1", QUEUE_URL=url, WORKER_POLL="0.25")
     try:
-        slow = nbformat.reads(notebook_bytes().decode(), as_version=4)
-        slow.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
-        first = lms.open("student-ada", "decode-1")
-        first.upload(nbformat.writes(slow).encode())
-        assert wait_for(lambda: [a["status"] for a in first.attempts()] == ["grading"])
+        first = grading_a_slow_notebook(lms)
         others = [lms.open("student-grace", link) for link in ("decode-1", "decode-2")]
         for page in others:
             assert page.upload(notebook_bytes()).status_code == 200
@@ -189,11 +191,7 @@ def test_postgresql_crashing_mid_grading_loses_no_grade(tmp_path, private_postgr
     url, crash_and_recover = private_postgresql
     lms = start_lms(tmp_path, "--workers", "1", DATABASE_URL=url, WORKER_POLL="0.25", GRADING_LEASE="2")
     try:
-        slow = nbformat.reads(notebook_bytes().decode(), as_version=4)
-        slow.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
-        first = lms.open("student-ada", "decode-1")
-        first.upload(nbformat.writes(slow).encode())
-        assert wait_for(lambda: [a["status"] for a in first.attempts()] == ["grading"])
+        first = grading_a_slow_notebook(lms)
         crash_and_recover()
         assert first.wait_graded(1)[0]["score"] == 16.0
         later = lms.open("student-grace", "decode-1")
