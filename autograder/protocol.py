@@ -24,7 +24,6 @@ FRAME = struct.Struct(">II")
 MAX_JSON = 8 * 1024 * 1024
 MAX_BLOBS = 64 * 1024 * 1024
 READ_CHUNK = 1 << 20
-MAX_OUTPUT = 64 * 1024  # characters of what student code printed, per message (the runner's cap)
 
 
 def ready(fd: int, events: int, timeout: float) -> bool:
@@ -188,7 +187,7 @@ class Channel:
         """What student code printed during a test's call, printed here: a doctest compares it."""
         if out is None:
             return
-        if type(out) is not str or len(out) > MAX_OUTPUT:
+        if type(out) is not str or len(out) > wire.MAX_OUTPUT:
             raise self.fail(ProtocolError("the sandbox sent malformed output"))
         sys.stdout.write(out)
 

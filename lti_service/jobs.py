@@ -156,7 +156,7 @@ class DatabasePoll:
         self.interval = services.config.worker_poll
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="database-poll", daemon=True)
-        self._housekept_at = 0.0
+        self._housekept_at = self._beat_at = 0.0
 
     def start(self) -> None:
         self._thread.start()
@@ -203,7 +203,11 @@ class DatabasePoll:
         return build_id is not None
 
     def _beat(self) -> None:
-        """Note that this worker process is alive (monitoring.py counts the recent ones)."""
+        """Note that this worker process is alive (monitoring.py counts the recent ones), once per interval
+        however quickly rounds follow each other in a burst."""
+        if time.monotonic() - self._beat_at < self.interval:
+            return
+        self._beat_at = time.monotonic()
         with self.services.db.session() as session:
             session.merge(WorkerHeartbeat(worker=f"{socket.gethostname()}:{os.getpid()}", seen_at=utcnow()))
 

@@ -7,6 +7,10 @@ UTF-8 bytes. Same results as json.dumps(separators=(",", ":")) and json.loads on
 
 import _json
 
+MAX_OUTPUT = 64 * 1024
+"""characters of what student code printed during a test's call that one message may carry (a doctest
+compares them): the runner keeps no more, the grader accepts no more"""
+
 
 class _Decoding:
     """The settings the C scanner reads off a json.JSONDecoder (its defaults)."""

@@ -127,10 +127,10 @@ def test_a_replaced_zygote_ends_with_its_last_child_not_before():
     try:
         zygote.close()  # what replacing it does
         assert sandbox.alive and zygote.process.alive
-        with pytest.raises(ControlError):  # a replaced zygote forks no more, once its children are gone
-            sandbox.close()
-            zygote.fork(Limits().sandbox_uid, Limits(), [])
+        sandbox.close()  # its last child
         assert not zygote.process.alive
+        with pytest.raises(ControlError):  # and a replaced zygote forks no more
+            zygote.fork(Limits().sandbox_uid, Limits(), [])
     finally:
         sandbox.close()
         zygote.close()

@@ -12,14 +12,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+import pytest
 import requests
 
+from autograder.pool import close_all
+from autograder.sandbox.bwrap import released
 from lti_dev_platform.client import launch as platform_launch
 from lti_dev_platform.serving import PlatformServer, start_platform
 from tests.lti_service.tool import PlatformProcess, ToolProcess, browser_session, free_port, wait_for
 from tests.submissions import corpus, submission_notebook
 
 TEST_ENV = {"PASSBACK_BACKOFF": "0.2", "MAX_UPLOAD_BYTES": str(1024 * 1024)}
+
+
+@pytest.fixture(autouse=True)
+def no_sandbox_outlives_its_test():
+    """Tests that grade in this process (the workers' functions called directly) leave the sandboxes the
+    worker keeps started ahead: they are stopped with the test, as every process a test starts is."""
+    yield
+    close_all()
+    released()
 
 
 @dataclass
