@@ -5,10 +5,10 @@ Like `otter run`, a question whose check (`grader.check("q1")`) the notebook cal
 at that moment, and the other questions on the state after the last cell. Grading happens in two phases
 so that nothing student code sees during hidden tests can reach what the student is shown:
 
-1. The cells run in the main sandbox process. At every check the sandbox forks a snapshot (a copy that
-   waits, untouched), and the question's PUBLIC tests run against the main process: their messages are
-   what the student sees. After the last cell, a final snapshot is taken and the public tests of the
-   questions never checked run.
+1. The cells run in the main sandbox process. At every check the question's PUBLIC tests run against the
+   main process (their messages are what the student sees), then the sandbox forks a snapshot (a copy
+   that waits, untouched). After the last cell, the public tests of the questions never checked run and
+   a final snapshot is taken.
 2. Only then does any hidden input enter the sandbox: each snapshot is resumed in turn and the question's
    hidden tests run against it. A question's score counts its public tests as run in phase 1 (what the
    student saw) and its hidden tests as run here.
@@ -268,15 +268,15 @@ class Grading:
                 self.cell_errors.append(error)
         unchecked = [name for name, q in self.questions.items() if not q.checked]
         self.session.cells_done = True
+        for name in unchecked:
+            self._run_public(name)
         final_needed = any(q.has_hidden and (not q.checked or n not in self.session.snapshots)
                            for n, q in self.questions.items())  # fmt: skip
         if final_needed and self.session.alive():
             try:
-                self.session.snapshot(FINAL)
+                self.session.snapshot(FINAL)  # after the public tests, whose effects hidden tests see
             except SandboxFailure:
                 pass
-        for name in unchecked:
-            self._run_public(name)
         if self.session.dead is None:  # what the next sandboxes of the assignment may import ahead
             try:
                 self.modules = self.session.request("modules")
@@ -290,13 +290,13 @@ class Grading:
             return
         self.checks += 1
         question = self.questions[name]
-        if question.has_hidden:
-            self.session.snapshot(name)
-        if self.session.replaying:
-            return
-        question.checked, question.check_cell = True, self.current_cell
-        question.results = {}  # the last check counts, as in Otter
-        self._run_public(name)
+        if not self.session.replaying:
+            question.checked, question.check_cell = True, self.current_cell
+            question.results = {}  # the last check counts, as in Otter
+            self._run_public(name)
+        if question.has_hidden and self.session.dead is None:
+            self.session.snapshot(name)  # after the public tests: as under `otter run`, the hidden tests
+            # see what the public ones left (a student function that changed its argument, a global)
 
     def _run_public(self, name: str) -> None:
         """Run a question's public tests against the main process (never a hidden one)."""

@@ -49,8 +49,9 @@ class ProtocolError(SandboxFailure):
 class Channel:
     """One grading conversation with one sandbox; used by a single thread.
 
-    `serve` answers the sandbox's own requests (a call of a test's function, a check); `decode`/`encode`
-    turn message values into objects and back (values.py). Both are set by the owner.
+    `serve` answers the sandbox's own requests (a call of a test's function, a check); `encode` turns
+    request arguments into message values, `decode` a request's reply into its value (values.py). All
+    three are set by the owner.
     """
 
     def __init__(
@@ -73,7 +74,7 @@ class Channel:
         self._resumed: int | None = None  # id of the `resume` request while a snapshot has the pipes
         self.dead: str | None = None
         self.serve: Callable[[str, dict[str, Any], memoryview], Any] = lambda op, args, blob: None
-        self.decode: Callable[[Any, memoryview], Any] = lambda node, blob: node
+        self.decode: Callable[[str, dict[str, Any], memoryview], Any] = lambda op, reply, blob: reply.get("ok")
         self.encode: Callable[[Any], tuple[Any, list[bytes]]] = lambda value: (value, [])
 
     # -- failing -------------------------------------------------------------------
@@ -158,9 +159,9 @@ class Channel:
         serving nested requests on this side does not count.
         """
         rid, deadline = self._start(op, timeout, args)
-        return self._await(rid, deadline, timeout)
+        return self.decode(op, *self._await(rid, deadline, timeout))
 
-    def _await(self, rid: int, deadline: float, timeout: float) -> Any:
+    def _await(self, rid: int, deadline: float, timeout: float) -> tuple[dict[str, Any], memoryview]:
         while True:
             msg, blob = self._recv(deadline, timeout)
             self._printed(msg.get("out"))
@@ -181,7 +182,7 @@ class Channel:
                 if isinstance(error, StudentTimeout):  # what ran out of time may still be running (a fork
                     raise self.fail(error)  # bomb's children): the sandbox is replaced, as after a hang
                 raise error
-            return self.decode(msg.get("ok"), blob)
+            return msg, blob
 
     def _printed(self, out: Any) -> None:
         """What student code printed during a test's call, printed here: a doctest compares it."""

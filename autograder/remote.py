@@ -158,7 +158,7 @@ class StudentCallable(StudentObject):
     __slots__ = ()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._remote("call", args=list(args), kwargs=kwargs)
+        return self._values.call(self, list(args), kwargs)
 
 
 class StudentIterator(StudentObject):

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .inside.codec import Blobs, Decoder, Encoder, Malformed, TooLarge
+from .inside.codec import MAX_ORIGINS, Blobs, Decoder, Encoder, Malformed, TooLarge, is_shared, refresh
 from .protocol import Channel, ProtocolError
 from .remote import ModuleView, StudentCallable, StudentIterator, StudentObject, Unsendable
 
@@ -27,6 +27,8 @@ STATEFUL = {"numpy": frozenset({"random"})}  # attributes of a trusted module th
 MAX_HANDLE = 1 << 60
 """handles are counted up from 0 by the runner; below 2**61-1, an int's hash is itself, so no two collide
 in the table of proxies"""
+MAX_ORIGIN_BYTES = 64 * 1024 * 1024
+"""of the copies of student globals kept here with their origin (the oldest are forgotten first)"""
 
 
 class Values(Encoder):
@@ -39,29 +41,72 @@ class Values(Encoder):
         self._grader_objects: list[Any] = []  # functions and iterators the sandbox may call, by handle
         self._handles: dict[int, int] = {}
         self._described: set[int] = set()  # functions whose description this process has received
+        self._origins: dict[int, tuple[Any, int, int]] = {}  # id(copy) -> (copy, handle, size): see remember
+        self._origin_bytes = 0
         self.on_check: Callable[[str], None] = lambda question: None
-        channel.encode, channel.decode, channel.serve = self.encode_args, self.decode, self.serve
+        channel.encode, channel.decode, channel.serve = self.encode_args, self.decode_reply, self.serve
 
     def new_peer(self) -> None:
         """The channel now talks to another process (a snapshot): references from before are not valid."""
         self.generation += 1
         self._proxies.clear()
         self._described.clear()
+        self._origins.clear()
+        self._origin_bytes = 0
 
     def request(self, op: str, **args: Any) -> Any:
         return self.channel.request(op, self.channel.test_timeout, **args)
+
+    def call(self, ref: StudentObject, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """Call student code. Its mutable arguments are shared as under `otter run`: a copy of a student's
+        global crosses as that global itself, and what the call left in each comes back into the
+        caller's object (inside/codec.py, "mutable values shared by a call")."""
+        value, after = self.request(
+            "call", ref=ref, args=list(map(self._shared, args)), kwargs={k: self._shared(v) for k, v in kwargs.items()}
+        )
+        for key, state in after:
+            target = args[key] if type(key) is int and 0 <= key < len(args) else kwargs.get(key, _NONE)
+            refresh(target, state)
+        return value
+
+    def _shared(self, x: Any) -> Any:
+        origin = self._origins.get(id(x))
+        return _Same(x, origin[1]) if origin is not None and origin[0] is x else x
+
+    def _remember(self, copy: Any, handle: Any, size: int) -> None:
+        """Keep a copy of a student's global with its handle, within MAX_ORIGINS and MAX_ORIGIN_BYTES."""
+        if type(handle) is not int or not 0 <= handle < MAX_HANDLE or not is_shared(copy):
+            return
+        self._origins[id(copy)] = (copy, handle, size)
+        self._origin_bytes += size
+        while len(self._origins) > MAX_ORIGINS or self._origin_bytes > MAX_ORIGIN_BYTES:
+            self._origin_bytes -= self._origins.pop(next(iter(self._origins)))[2]
 
     # -- the sandbox's values here -------------------------------------------------------------
     def decode(self, node: Any, blob: memoryview) -> Any:
         return self.decode_all([node], blob)[0]
 
-    def decode_all(self, nodes: list[Any], blob: memoryview) -> list[Any]:
+    def decode_all(self, nodes: list[Any], blob: memoryview, decoder: Decoder | None = None) -> list[Any]:
         """Values of one message, within one budget (see Decoder)."""
-        decoder = Decoder(blob, self._reference, self._module, on_class=_trusted_global)
+        decoder = decoder or Decoder(blob, self._reference, self._module, on_class=_trusted_global)
         try:
             return [decoder.value(node) for node in nodes]
         except (Malformed, RecursionError) as e:
             raise self.channel.fail(ProtocolError(f"the sandbox sent a malformed value ({e})")) from None
+
+    def decode_reply(self, op: str, reply: dict[str, Any], blob: memoryview) -> Any:
+        """The value of a reply to `op`; for a call, also [(argument position or name, its new state)]."""
+        after = reply.get("after", [])
+        well_formed = type(after) is list and all(
+            type(entry) is list and len(entry) == 2 and type(entry[0]) in (int, str) for entry in after
+        )
+        if not well_formed or (after and op != "call") or ("origin" in reply and op != "get"):
+            raise self.channel.fail(ProtocolError("the sandbox sent a malformed reply"))
+        decoder = Decoder(blob, self._reference, self._module, on_class=_trusted_global)
+        value, *states = self.decode_all([reply.get("ok"), *(node for _, node in after)], blob, decoder)
+        if op == "get" and "origin" in reply:
+            self._remember(value, reply["origin"], decoder.nbytes + 8 * decoder.nodes)
+        return (value, [(key, state) for (key, _), state in zip(after, states, strict=True)]) if op == "call" else value
 
     def _reference(self, node: dict[str, Any]) -> Any:
         if "$unsendable" in node:
@@ -104,6 +149,11 @@ class Values(Encoder):
     def encode_args(self, args: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
         blobs = Blobs()
         return {name: self.encode(value, blobs) for name, value in args.items()}, blobs.parts
+
+    def encode(self, x: Any, blobs: Blobs, depth: int = 0) -> Any:
+        if type(x) is _Same:
+            return {"$same": [x.handle, super().encode(x.value, blobs, depth)]}
+        return super().encode(x, blobs, depth)
 
     def unsendable(self, x: Any, error: Exception) -> Any:
         raise TypeError(f"cannot pass this {type(x).__name__} to student code ({error!r})")
@@ -217,6 +267,18 @@ def _trusted_global(name: Any) -> Any:
 
 def _public(name: str) -> bool:
     return name.isidentifier() and not name.startswith("_") and name not in ("tests", "conftest")
+
+
+class _Same:
+    """A copy of a student's global, passed back to student code: there it is the global itself."""
+
+    __slots__ = ("value", "handle")
+
+    def __init__(self, value: Any, handle: int) -> None:
+        self.value, self.handle = value, handle
+
+
+_NONE = object()
 
 
 class _DataOnly(Encoder):

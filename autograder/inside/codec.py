@@ -28,6 +28,7 @@ type's own methods: its overrides are student code and never reach the grader. D
   {"$module": name}: a module of the grader's, which the sandbox imports itself;
   {"$tf": {...}}: a function of the grader handed to student code (see runner.py);
   {"$ti": handle}: an iterator of the grader handed to student code (its next() runs in the grader);
+  {"$same": [handle, value]}: the student's own object of that handle, made equal to value (see refresh);
   {"$pdscalar": {"kind", ...}}: a pandas Timestamp, Timedelta, NaT or NA;
   {"$global": [module, qualified name]}: a function or class both sides import by name;
   {"$const": "Ellipsis"|"NotImplemented"}: the singleton itself;
@@ -457,6 +458,54 @@ def _encode_values(encoder, array, blobs, depth):
     raise TooLarge
 
 
+# == mutable values shared by a call ===========================================================
+# A test and the student's code share the objects they pass each other under `otter run`: a student
+# function that appends to a list or relabels a Table in place changes the caller's object. Here such a
+# value crosses as a copy, so after a call the callee's new state of each mutable argument is sent back and
+# the caller's copy is made equal to it in place; and a value the grader got from a student's global
+# remembers it (its "origin"), so that passing it back to student code changes that global, not a copy.
+# Only a call's own arguments are shared so (not values inside them), and a global only as `get` returns it.
+
+MAX_ORIGINS = 1000
+"""student globals a grading remembers the origin of; later ones cross as copies"""
+
+
+def _mutable_types():
+    numpy, pandas = sys.modules.get("numpy"), sys.modules.get("pandas")
+    tables = sys.modules.get("datascience.tables")
+    return (list, dict, set, bytearray, getattr(numpy, "ndarray", list), getattr(pandas, "DataFrame", list),
+            getattr(pandas, "Series", list), getattr(tables, "Table", list))  # fmt: skip
+
+
+def is_shared(x):
+    """Whether x is a mutable value that a callee may change in place for its caller (exact types only: a
+    subclass travels as its base data and could not be changed back into itself)."""
+    return type(x) in _mutable_types()
+
+
+def refresh(target, new):
+    """Make target, in place, equal to new (a value of the same exact type just decoded); False when that
+    is not possible (an array whose shape or dtype changed, a read-only one): target then stays as it was."""
+    t = type(target)
+    if type(new) is not t or not is_shared(target):
+        return False
+    if t is list or t is bytearray:
+        target[:] = new
+    elif t is dict or t is set:
+        target.clear()
+        target.update(new)
+    elif t.__module__.startswith("numpy"):
+        if target.shape != new.shape or target.dtype != new.dtype or not target.flags.writeable:
+            return False
+        target[...] = new
+    elif t.__module__.startswith("pandas"):
+        target._update_inplace(new)  # what pandas' own inplace=True does
+    else:  # a datascience Table: its data, not the row accessors bound to itself
+        for name in ("_columns", "_formats", "_num_rows"):
+            setattr(target, name, getattr(new, name))
+    return True
+
+
 # == decoding ==================================================================================
 
 
@@ -465,8 +514,8 @@ class Decoder:
 
     One decoder per message: what it decodes counts against the message's budget (`charge`), max_nodes
     elements and max_bytes of raw data (a blob referenced twice counts twice).
-    Hooks: on_ref(node) for references, on_grader(tag, body) for the grader's functions and iterators (only
-    the sandbox accepts them), on_module(name) for modules.
+    Hooks: on_ref(node) for references, on_grader(tag, body) for the grader's functions and iterators and
+    the student's own objects it names ($same; only the sandbox accepts these), on_module(name) for modules.
     """
 
     def __init__(
@@ -498,7 +547,7 @@ class Decoder:
             return self.on_ref(node)
         if len(node) != 1 or tag not in _DECODERS:
             raise Malformed(f"unexpected node {str(tag)[:20]!r}")
-        if tag in ("$tf", "$ti"):
+        if tag in ("$tf", "$ti", "$same"):
             if self.on_grader is None:
                 raise Malformed("unexpected grader object")
             return self.on_grader(tag, node[tag])
@@ -972,4 +1021,5 @@ _DECODERS = {
     "$dsrow": _decode_row,
     "$tf": None,  # handled by Decoder.value
     "$ti": None,
+    "$same": None,
 }

@@ -29,7 +29,7 @@ import types
 
 from . import codec as codec_module
 from . import wire
-from .codec import Blobs, Decoder, Encoder
+from .codec import MAX_ORIGINS, Blobs, Decoder, Encoder, is_shared, refresh
 from .startup import start
 
 _BUILTINS = {k: v for k, v in vars(builtins).items() if not k.startswith("__")}
@@ -120,15 +120,20 @@ class Handles(Encoder):
     def __init__(self):
         self.objects = {}  # handle -> object
         self.ids = {}  # id(object) -> handle
+        self.origins = 0
 
-    def ref(self, x):
+    def keep(self, x):
+        """x's handle (kept alive here, so that its id is never another object's)."""
         key = id(x)
         if key not in self.ids:
             self.ids[key] = len(self.objects)
             self.objects[self.ids[key]] = x
+        return self.ids[key]
+
+    def ref(self, x):
         t = type(x)
         return {
-            "$ref": self.ids[key],
+            "$ref": self.keep(x),
             "type": _text(getattr(t, "__qualname__", "?"), 200),
             "module": _text(getattr(t, "__module__", "?"), 200),
             "kind": _kind(x),
@@ -139,6 +144,32 @@ class Handles(Encoder):
 
     def object(self, node):
         return self.objects[node["$ref"]]
+
+    def origin(self, x):
+        """A handle for a student's global sent as data, so that the grader can name it back (bounded)."""
+        if id(x) not in self.ids:
+            if self.origins >= MAX_ORIGINS:
+                return None
+            self.origins += 1
+        return self.keep(x)
+
+
+class _Shared:
+    """A reply whose value or arguments the test shares with student code (see codec.refresh): a global
+    that is mutable data carries its handle ("origin"), so that the test can pass it back to student code
+    as itself; a call's mutable arguments are sent back ("after"), as student code left them."""
+
+    __slots__ = ("value", "args", "kwargs")
+
+    def __init__(self, value, args=None, kwargs=None):
+        self.value, self.args, self.kwargs = value, args, kwargs
+
+    def fields(self, codec, blobs):
+        if self.args is None:
+            origin = codec.origin(self.value) if is_shared(self.value) else None
+            return {} if origin is None else {"origin": origin}
+        changed = [*enumerate(self.args), *self.kwargs.items()]
+        return {"after": [[key, codec.encode(arg, blobs)] for key, arg in changed if is_shared(arg)]}
 
 
 def _global_name(x):
@@ -208,14 +239,16 @@ class Channel:
     def reply(self, rid, fn, /, *args, **kwargs):
         try:
             value = fn(*args, **kwargs)
-            blobs = Blobs()
-            msg = {"re": rid, "ok": self.codec.encode(value, blobs)}
+            blobs, shared = Blobs(), {}
+            if type(value) is _Shared:
+                value, shared = value.value, value.fields(self.codec, blobs)
+            msg = {"re": rid, "ok": self.codec.encode(value, blobs), **shared}
         except BaseException as e:  # noqa: BLE001 - everything a student may raise is reported
             return self.send({"re": rid, "err": [_text(type(e).__name__, 200), _text(e)], **_OUTPUT.take()})
         printed = _OUTPUT.take()
         try:
             self.send({**msg, **printed}, blobs)
-        except TooLarge:  # too much for one message as data: the value stays here
+        except TooLarge:  # too much for one message as data: the value stays here (and no argument is sent back)
             self.send({"re": rid, "ok": self.codec.ref(value), **printed})
 
     def serve(self, until=None):
@@ -263,10 +296,17 @@ class Channel:
     def decode(self, node, blob):
         """A value from the grader (trusted: no size limits)."""
         decoder = Decoder(blob, self.codec.object, _import, max_nodes=1 << 62)
-        decoder.on_grader = lambda tag, body: (
-            self.grader_function(body, decoder.value) if tag == "$tf" else _GraderIterator(self, body)
-        )
+        decoder.on_grader = lambda tag, body: self.grader_object(tag, body, decoder.value)
         return decoder.value(node)
+
+    def grader_object(self, tag, body, decode):
+        if tag == "$tf":
+            return self.grader_function(body, decode)
+        if tag == "$ti":
+            return _GraderIterator(self, body)
+        handle, node = body  # $same: the student's own object, made equal to the test's copy of it
+        value, original = decode(node), self.codec.objects.get(handle)
+        return original if original is not None and refresh(original, value) else value
 
     def grader_function(self, body, decode):
         """The stand-in for a grader function, built once per function (its handle never changes; the
@@ -287,7 +327,7 @@ class Channel:
         exec(code, self.namespace)
 
     def op_get(self, name):
-        return self.namespace[name]
+        return _Shared(self.namespace[name])
 
     def op_set(self, name, value):
         self.namespace[name] = value
@@ -331,7 +371,7 @@ class Channel:
 
     # -- student objects held by handle ------------------------------------------------
     def op_call(self, ref, args, kwargs):
-        return ref(*args, **kwargs)
+        return _Shared(ref(*args, **kwargs), args, kwargs)
 
     def op_attr(self, ref, name):
         return getattr(ref, name)
