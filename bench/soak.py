@@ -9,7 +9,9 @@ the burst is being graded, and counts what the platform's gradebook received:
 - wrong: a score other than the notebook's; duplicates: score posts accepted beyond one per student;
 - lost: no score once everything settled; 5xx saved: 5xx answers to an upload the tool had saved;
 - drain: first upload to last score at the platform; upload->score and graded->score p50/p95;
-- recovery: from the end of the fault to the last score at the platform.
+- recovery: from the end of the fault to the last score at the platform;
+- one student floods: the class's p95 wait for a grade beside one student's many uploads, over its own
+  p95 wait with no flood (target at most 1.5x).
 
 Settings are the tool's defaults (the LMS outages run for SOAK_OUTAGE seconds, 600 by default); the
 PostgreSQL and Redis scenarios use private instances started here, so restarting them disturbs nobody.
@@ -23,6 +25,7 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,13 +34,16 @@ from pathlib import Path
 import requests
 
 from tests.lti_service.classroom import Classroom, Tally, median, percentile
-from tests.lti_service.conftest import Lms, start_lms
+from tests.lti_service.conftest import Lms, notebook_bytes, start_lms
 from tests.lti_service.servers import PrivatePostgres, PrivateRedis, TcpRelay
 from tests.lti_service.tool import free_port, wait_for
 
 DEFAULTS = {"PASSBACK_BACKOFF": "2", "MAX_UPLOAD_BYTES": str(5 * 1024 * 1024)}  # undo the test suite's settings
 SETTLE = 300  # seconds to wait for the last score once the uploads and the fault are over
 RECOVERY_TARGET = 60.0  # seconds from the end of a crash or restart to the last score
+REDIS_DOWN = 10.0  # seconds Redis stays down in its scenario
+FLOOD = 20  # notebooks one student uploads beside the class
+MAX_FLOOD_RATIO = 1.5  # the class's p95 wait beside the flood, over its p95 wait alone
 OUTAGE = float(os.environ.get("SOAK_OUTAGE", "600"))
 IDLE_CONNECTIONS = 500
 POLL = 1.0  # seconds between looks at the platform's state (a big JSON; times come from its own clock)
@@ -57,6 +63,9 @@ class Row:
     max_recovery_s: float | None = None
     answer_s: float | None = None
     """idle connections: how long the new request took to be answered (None: it was not)"""
+    ratio: float | None = None
+    max_ratio: float | None = None
+    """one student floods: the class's p95 wait for a grade over the same class's without the flood"""
 
     def misses(self) -> list[str]:
         t = self.tally
@@ -71,6 +80,8 @@ class Row:
         ):
             if limit is not None and (value is None or value >= limit):
                 missed.append(f"{what} {_num(value)} s >= {limit:g} s")
+        if self.max_ratio is not None and (self.ratio is None or self.ratio > self.max_ratio):
+            missed.append(f"p95 wait {_num(self.ratio)}x > {self.max_ratio:g}x")
         return missed
 
 
@@ -135,7 +146,14 @@ def kill_serve(workdir: Path) -> Row:
 
 
 def restart_redis(workdir: Path) -> Row:
-    return _scale_out(workdir, "200, Redis restarted (PostgreSQL + Redis)", lambda pg, redis: redis.restart())
+    """Redis shut down without saving mid-burst and back REDIS_DOWN seconds later, empty."""
+
+    def restart(pg: PrivatePostgres, redis: PrivateRedis) -> None:
+        redis.stop()
+        time.sleep(REDIS_DOWN)  # the outage's length is the scenario, not a wait for some state
+        redis.start()
+
+    return _scale_out(workdir, f"200, Redis down {REDIS_DOWN:g} s, back empty", restart)
 
 
 def restart_postgres(workdir: Path) -> Row:
@@ -155,6 +173,43 @@ def _scale_out(workdir: Path, name: str, restart: Callable[[PrivatePostgres, Pri
     finally:
         redis.stop()
         pg.stop()
+
+
+def one_student_floods(workdir: Path) -> Row:
+    """A student of another course uploads FLOOD different notebooks as fast as the tool answers while a
+    class of 200 uploads once each: the class's p95 wait for a grade against the same class alone."""
+    _, alone, _ = _class_beside(workdir / "alone", flood=0)
+    tally, flooded, accepted = _class_beside(workdir / "flood", flood=FLOOD)
+    ratio = None if alone is None or flooded is None else flooded / alone
+    note = (f"class p95 wait for a grade {_num(flooded)} s beside the flood, {_num(alone)} s alone; "
+            f"the flooder's notebooks accepted: {accepted} of {FLOOD}")  # fmt: skip
+    return Row(f"200, one student floods ({FLOOD} uploads)", tally, note=note, ratio=ratio, max_ratio=MAX_FLOOD_RATIO)
+
+
+def _class_beside(workdir: Path, flood: int) -> tuple[Tally, float | None, int]:
+    """(tally, the class's p95 upload-to-graded wait, the flooder's accepted uploads)."""
+    lms = start_lms(workdir, platform_process=True, **DEFAULTS)
+    try:
+        room = Classroom(lms, 200, "soak")
+        room.launch()
+        flooder = None
+        if flood:
+            lms.hook("enrol", users=["flooder"])
+            lms.hook("resource-link", resource_link_id="soak-flood", context_id="other-course", line_item=True)
+            flooder = lms.open("flooder", "soak-flood")
+            notebooks = [notebook_bytes() + b" " * i for i in range(flood)]  # each a new notebook
+            threading.Thread(target=lambda: [flooder.upload(n) for n in notebooks], daemon=True).start()
+        room.upload()
+        try:
+            wait_for(room.all_scores_in, timeout=SETTLE, interval=POLL)
+        except AssertionError:
+            pass  # counted as lost
+        tally = room.tally(lms.tool.env)
+        waits = [graded - saved for saved, graded in room.attempt_times(lms.tool.env).values() if saved and graded]
+        accepted = len(flooder.attempts()) if flooder else 0
+    finally:
+        stop(lms)
+    return tally, percentile(waits, 0.95), accepted
 
 
 def lms_unavailable(workdir: Path) -> Row:
@@ -213,6 +268,7 @@ SCENARIOS: dict[str, Callable[[Path], Row]] = {
     "kill-serve": kill_serve,
     "restart-redis": restart_redis,
     "restart-postgres": restart_postgres,
+    "flood": one_student_floods,
     "lms-503": lms_unavailable,
     "lms-refusing": lms_refusing,
     "idle-connections": idle_connections,
@@ -237,6 +293,8 @@ def print_table(rows: list[Row]) -> None:
             f"{t.server_errors_after_save:>9} {_num(t.drain_s):>8} "
             f"{_pair(t.upload_to_score_s):>19} {_pair(t.graded_to_score_s):>23} {_num(row.recovery_s):>10}  {verdict}"
         )
+        if row.note:
+            print(f"{'':<48} {row.note}")
 
 
 def _num(value: float | None) -> str:

@@ -282,6 +282,39 @@ def test_a_killed_workers_attempt_is_graded_elsewhere_once(workers_apart):
     assert len(claims) == 2, claims  # the killed worker's, then one other worker's (renewed, never stolen)
 
 
+def test_a_notebook_that_brings_down_every_worker_grading_it_is_set_aside_and_the_next_worker_moves_on(
+    workers_apart,
+):
+    """Real worker processes, each killed while it grades the same notebook (as a notebook that brought
+    its worker down would leave it): after MAX_CLAIMS of them the attempt is failed with a message, never
+    taken a fourth time, and the next worker grades another student's notebook."""
+    lms = workers_apart
+    lms.hook("enrol", users=["student-poison", "student-next"])
+    poison, other = lms.open("student-poison", "decode-1"), lms.open("student-next", "decode-1")
+    poison.upload(slow_notebook(120))
+    attempt_id = poison.attempts()[0]["id"]
+
+    def claims() -> int:
+        return sum(1 for e in lms.tool.log_events() if e.get("event") == "grading" and e.get("attempt") == attempt_id)
+
+    for taken in range(1, MAX_CLAIMS + 1):
+        worker = lms.tool.start_worker()
+        wait_for(lambda taken=taken: claims() == taken, timeout=30)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=20)
+    worker = lms.tool.start_worker()
+    try:
+        other.upload(notebook_bytes())
+        (graded,) = other.wait_graded(1)
+        (failed,) = poison.wait_graded(1)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=20)
+    assert graded["score"] == 16.0
+    assert failed["status"] == "failed" and "set aside" in failed["error"]
+    assert claims() == MAX_CLAIMS
+
+
 def test_worker_with_several_processes_supervises_them_and_stops_them_with_it(workers_apart):
     supervisor = workers_apart.tool.start_worker(workers=2)
     graders = wait_for(lambda: len(children(supervisor.pid)) == 2 and children(supervisor.pid))
@@ -364,9 +397,12 @@ def test_a_notebook_whose_grading_stops_its_worker_every_time_is_set_aside_not_l
     assert attempt_status(services, attempt_id) == "graded"
 
 
+OTHERS = [f"student-{i:02d}" for i in range(20)]
+
+
 def graded_in_turn(tmp_path, monkeypatch, flood: int) -> list[str]:
     """The users whose notebooks one worker grades, in order, after one student uploaded `flood` notebooks
-    and then four students one each (tasks run in upload order, as one worker takes them)."""
+    and then twenty students one each (tasks run in upload order, as one worker takes them)."""
     services = Services.from_config(Config(data_dir=tmp_path, max_waiting_uploads=50))
     platform = add_platform(services.db, "https://lms.example", "c1", ["d"], "a", "t", "j")
     graded = []
@@ -374,7 +410,7 @@ def graded_in_turn(tmp_path, monkeypatch, flood: int) -> list[str]:
         grading, "grade_notebook", lambda s, z, data, label: graded.append(data.decode()) or {"status": "graded"}
     )
     ids = []
-    for user in ["flood"] * flood + ["ana", "ben", "cy", "dee"]:
+    for user in ["flood"] * flood + OTHERS:
         launch = Launch(platform_id=platform.id, context_id="c", resource_link_id="r", user_id=user, claims={})
         ids.append(create_attempt(services, launch, "n.ipynb", f"{user} {len(ids)}".encode())[0].id)
     for attempt_id in ids:
@@ -384,11 +420,14 @@ def graded_in_turn(tmp_path, monkeypatch, flood: int) -> list[str]:
 
 
 def test_a_students_many_uploads_never_wait_in_front_of_other_students_first(tmp_path, monkeypatch):
-    """Served in turns over students: the others' waits do not grow with one student's number of uploads."""
+    """Served in turns over students: each of twenty students with one upload waits the same number of
+    gradings whether another student uploaded once or twenty times."""
     alone = graded_in_turn(tmp_path / "one", monkeypatch, flood=1)
-    flooded = graded_in_turn(tmp_path / "six", monkeypatch, flood=6)
-    assert alone == ["flood", "ana", "ben", "cy", "dee"]
-    assert flooded[:5] == alone and flooded[5:] == ["flood"] * 5
+    flooded = graded_in_turn(tmp_path / "twenty", monkeypatch, flood=20)
+    assert alone == ["flood", *OTHERS]
+    waits = {user: flooded.index(user) for user in OTHERS}
+    assert waits == {user: alone.index(user) for user in OTHERS}
+    assert flooded[21:] == ["flood"] * 19
 
 
 def test_a_student_cannot_have_more_notebooks_waiting_than_the_cap(tmp_path):
