@@ -51,7 +51,7 @@ def course_launch(context_id: str, user: str) -> t.Any:
             link_id, target, title = None, tool.deep_link_url, "Add an activity"
         else:
             link = p.state.resource_link(context_id, request.args.get("resource_link", DEFAULT_RESOURCE_LINK))
-            link_id, target, title = link.id, link.url or tool.launch_url, link.title
+            link_id, target, title = link.id, link.url or tool.launch_url, link.title or link.id
         hint_token = secrets.token_urlsafe(16)
         storage_target = None if window else p.settings.storage_target  # the storage lives in the course page
         p.state.hints[hint_token] = LaunchHint(
@@ -184,7 +184,7 @@ def id_token_claims(p: Platform, tool: Tool, hint: LaunchHint, nonce: str) -> di
         assert hint.resource_link_id is not None
         link = p.state.resource_link(course.id, hint.resource_link_id)
         claims[f"{LTI}/message_type"] = "LtiResourceLinkRequest"
-        claims[f"{LTI}/resource_link"] = {"id": link.id, "title": link.title}
+        claims[f"{LTI}/resource_link"] = {"id": link.id, **({"title": link.title} if link.title else {})}
         custom = {name: substitute(value, link) for name, value in {**p.settings.tool_custom, **link.custom}.items()}
         if custom:
             claims[f"{LTI}/custom"] = custom

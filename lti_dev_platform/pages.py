@@ -55,6 +55,7 @@ def course(context_id: str) -> str:
             heading=c.title,
             course=c,
             links=links,
+            line_items=p.state.line_items,
             users=list(p.state.users.values()),
             instructor=p.state.users["instructor-turing"],
         )

@@ -15,7 +15,7 @@ import time
 import typing as t
 import uuid
 from dataclasses import asdict
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import jwt
 from flask import Blueprint, Response, jsonify, request
@@ -38,11 +38,19 @@ SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 ACTIVITY = {"Initialized", "Started", "InProgress", "Submitted", "Completed"}
 GRADING = {"FullyGraded", "Pending", "PendingManual", "Failed", "NotReady"}
 TOKEN_LIFETIME = 3600
+SUBMISSION = "https://canvas.instructure.com/lti/submission"  # Canvas's extension of a score
 
 
 def json_error(status: int, message: str, **extra: t.Any) -> Response:
     resp = jsonify({"error": extra.pop("error", "invalid_request"), "error_description": message, **extra})
     resp.status_code = status
+    return resp
+
+
+def _canvas_unprocessable(message: str) -> Response:
+    """A 422 as Canvas's AGS controllers render one."""
+    resp = jsonify({"errors": {"type": "unprocessable_entity", "message": message}})
+    resp.status_code = 422
     return resp
 
 
@@ -281,6 +289,27 @@ def _score_problem(body: t.Any, context_id: str, users: dict[str, User]) -> str 
             return "scoreMaximum must be a number > 0 when scoreGiven is sent"
     if "comment" in body and body["comment"] is not None and not isinstance(body["comment"], str):
         return "comment must be a string"
+    return _submission_problem(body.get(SUBMISSION))
+
+
+def _submission_problem(extension: t.Any) -> str | None:
+    """Canvas's checks of its submission extension: submitted_at, when sent, is a time not in the future."""
+    if extension is None or (isinstance(extension, dict) and "submitted_at" not in extension):
+        return None
+    submitted_at = _parse_timestamp(extension.get("submitted_at")) if isinstance(extension, dict) else None
+    if submitted_at is None:
+        return f"{SUBMISSION} submitted_at must be an ISO 8601 date-time with a time zone"
+    if submitted_at > datetime.now(UTC) + timedelta(minutes=1):
+        return f"{SUBMISSION} submitted_at is in the future"
+    return None
+
+
+def _canvas_refusal(p: Platform, item: LineItem, user_id: str) -> Response | None:
+    """Canvas's refusals of a well-formed score (test hooks set them up: conclude, publish)."""
+    if user_id in p.state.concluded:
+        return _canvas_unprocessable("User not found in course or is not a student")
+    if not item.published:
+        return _canvas_unprocessable("This assignment is still unpublished")
     return None
 
 
@@ -300,7 +329,7 @@ def scores(context_id: str, item_id: str) -> Response:
         if p.state.fail_scores["count"] > 0:
             p.state.fail_scores["count"] -= 1
             entry["status"] = p.state.fail_scores["status"]
-            return json_error(entry["status"], "injected failure (test hook)", error="server_error")
+            return json_error(entry["status"], p.state.fail_scores["message"], error="server_error")
         resp = _store_score(p, context_id, item_id, body)
         entry["status"] = resp.status_code
         return resp
@@ -319,6 +348,9 @@ def _store_score(p: Platform, context_id: str, item_id: str, body: t.Any) -> Res
     if problem:
         status, message = problem if isinstance(problem, tuple) else (400, problem)
         return json_error(status, message)
+    refused = _canvas_refusal(p, item, body["userId"])
+    if refused:
+        return refused
     key = (item_id, body["userId"])
     stored = p.state.scores.get(key)
     new_time = _parse_timestamp(body["timestamp"])
@@ -335,6 +367,7 @@ def _store_score(p: Platform, context_id: str, item_id: str, body: t.Any) -> Res
             timestamp=body["timestamp"],
             activity_progress=body["activityProgress"],
             grading_progress=body["gradingProgress"],
+            submitted_at=(body.get(SUBMISSION) or {}).get("submitted_at"),
         )
     return jsonify({"resultUrl": p.lineitem_url(context_id, item_id, p.state.tool).replace("?", "/results?", 1)})
 
@@ -386,6 +419,7 @@ def memberships(context_id: str) -> Response:
                 "status": "Active",
             }
             for u in p.state.users.values()
+            if u.sub not in p.state.concluded  # Canvas lists active enrolments only
         ]
         if "role" in request.args:
             role = request.args["role"]

@@ -73,6 +73,7 @@ class ResourceLink:
     id: str
     context_id: str
     title: str
+    """the activity's name, sent in launches ("": none sent, as the spec allows)"""
     url: str | None = None  # None: the tool's default target_link_uri
     custom: dict[str, t.Any] = field(default_factory=dict)
     due_at: str | None = None
@@ -93,6 +94,8 @@ class LineItem:
     resource_link_id: str | None = None
     start_date_time: str | None = None
     end_date_time: str | None = None
+    published: bool = True
+    """False: its scores are refused as Canvas refuses them for an unpublished assignment"""
 
 
 @dataclass
@@ -105,6 +108,8 @@ class Score:
     timestamp: str
     activity_progress: str
     grading_progress: str
+    submitted_at: str | None = None
+    """Canvas's submission extension: when the work was submitted (None: at the score's arrival)"""
 
 
 @dataclass
@@ -163,9 +168,10 @@ class PlatformState:
             self.token_requests = 0
             self.lineitem_reads = 0  # GETs of one line item (the tool reads its scoreMaximum)
             self.seen_jti: dict[str, float] = {}
-            self.fail_scores = {"count": 0, "status": 500}
+            self.fail_scores = {"count": 0, "status": 500, "message": "injected failure (test hook)"}
             self.outage: dict[str, t.Any] | None = None  # while set, service endpoints fail (see test_hooks)
             self.users: dict[str, User] = dict(USERS)
+            self.concluded: set[str] = set()  # subs whose enrolment ended: off the roster, their scores refused
             self.deep_link_items: list[dict[str, t.Any]] = []
             self.hints: dict[str, LaunchHint] = {}
             self.deep_link_data: dict[str, dict[str, str]] = {}
@@ -193,7 +199,7 @@ class PlatformState:
             key = (context_id, link_id)
             if key not in self.resource_links:
                 default_title = "Decode assignment" if link_id == DEFAULT_RESOURCE_LINK else f"Activity {link_id}"
-                link = ResourceLink(link_id, context_id, title or default_title)
+                link = ResourceLink(link_id, context_id, default_title if title is None else title)
                 if with_line_item:
                     item = self.add_line_item(context_id, link.title, 100.0, resource_link_id=link_id)
                     link.line_item_id = item.id

@@ -32,11 +32,16 @@ def reset() -> Response:
 
 @bp.post("/fail-scores")
 def fail_scores() -> Response:
-    """The next ``count`` score POSTs answer ``status`` (default 500), to test the tool's retries."""
+    """The next ``count`` score POSTs answer ``status`` (default 500), to test the tool's retries, with
+    ``message`` as the error's description (another LMS's wording, e.g. Moodle's "Incorrect score received")."""
     body: dict[str, t.Any] = request.get_json(force=True, silent=True) or {}
     p = platform()
     with p.state.lock:
-        p.state.fail_scores = {"count": int(body.get("count", 1)), "status": int(body.get("status", 500))}
+        p.state.fail_scores = {
+            "count": int(body.get("count", 1)),
+            "status": int(body.get("status", 500)),
+            "message": str(body.get("message", "injected failure (test hook)")),
+        }
         return jsonify(p.state.fail_scores)
 
 
@@ -90,7 +95,8 @@ def due_date() -> Response:
 @bp.post("/resource-link")
 def resource_link() -> Response:
     """Create a resource link, optionally without a line item (as when grading is off in the LMS) and with
-    less AGS ("ags": "sync" without column management, "none" without the AGS claim)."""
+    less AGS ("ags": "sync" without column management, "none" without the AGS claim). Its "title" is the
+    activity's name in launches (default "Activity <id>"; "": launches send none)."""
     body: dict[str, t.Any] = request.get_json(force=True, silent=True) or {}
     if "resource_link_id" not in body:
         return json_error(400, "resource_link_id is required")
@@ -126,6 +132,57 @@ def line_item() -> Response:
             tag=body.get("tag"),
         )
         return jsonify(asdict(item))
+
+
+@bp.post("/publish")
+def publish() -> Response:
+    """Publish (``"published": true``, the default) or unpublish the line item of ``resource_link_id`` (or
+    ``line_item_id``): while unpublished its scores are refused as Canvas refuses them, 422 "This
+    assignment is still unpublished"."""
+    body: dict[str, t.Any] = request.get_json(force=True, silent=True) or {}
+    p = platform()
+    with p.state.lock:
+        items = [
+            item
+            for item in p.state.line_items.values()
+            if item.id == body.get("line_item_id") or item.resource_link_id == body.get("resource_link_id")
+        ]
+        if not items:
+            return json_error(404, "no line item of that resource link or id")
+        for item in items:
+            item.published = bool(body.get("published", True))
+        return jsonify({"line_items": [item.id for item in items], "published": items[0].published})
+
+
+@bp.post("/enrolment")
+def enrolment() -> Response:
+    """Conclude (``"status": "concluded"``) or reactivate (``"active"``) a user's enrolment: while concluded
+    the roster leaves them out and their scores are refused as Canvas does, 422 "User not found in course
+    or is not a student"."""
+    body: dict[str, t.Any] = request.get_json(force=True, silent=True) or {}
+    user, status = body.get("user"), body.get("status")
+    if not isinstance(user, str) or status not in ("concluded", "active"):
+        return json_error(400, 'user (a sub) and status ("concluded" or "active") are required')
+    p = platform()
+    with p.state.lock:
+        if status == "concluded":
+            p.state.concluded.add(user)
+        else:
+            p.state.concluded.discard(user)
+        return jsonify({"user": user, "status": status})
+
+
+@bp.post("/delete-line-item")
+def delete_line_item() -> Response:
+    """Delete the line item of ``resource_link_id`` (as a teacher deleting the gradebook column): its
+    scores URL answers 404."""
+    body: dict[str, t.Any] = request.get_json(force=True, silent=True) or {}
+    p = platform()
+    with p.state.lock:
+        gone = [i.id for i in p.state.line_items.values() if i.resource_link_id == body.get("resource_link_id")]
+        for item_id in gone:
+            del p.state.line_items[item_id]
+        return jsonify({"deleted": gone})
 
 
 CONFIGURABLE = {"storage_target": (str, type(None)), "short_nrps_roles": (bool,), "lineitems_delay": (int, float)}

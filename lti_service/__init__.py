@@ -38,6 +38,8 @@ def create_app(config: Config | None = None, services: Services | None = None, q
     for blueprint in (lti.bp, pages.bp, staff.bp, assignments.bp, moves.bp, health.bp):
         app.register_blueprint(blueprint)
     app.add_template_filter(_number, "number")
+    app.add_template_filter(_counted, "counted")
+    app.add_template_filter(lambda status: pages.STATUS_WORDS.get(status, status), "status_words")
     app.register_error_handler(LaunchError, _launch_error)
     app.register_error_handler(RequestEntityTooLarge, _too_large)
     app.register_error_handler(HTTPException, _http_error)
@@ -49,6 +51,11 @@ def create_app(config: Config | None = None, services: Services | None = None, q
 def _number(value: float | None, digits: int = 2) -> str:
     """16.0 -> "16", 14.5 -> "14.5", 0.3333 -> "0.33"; None -> "–"."""
     return "–" if value is None else f"{round(value, digits):g}"
+
+
+def _counted(count: int, noun: str) -> str:
+    """(1, "question") -> "1 question", (3, "question") -> "3 questions"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _launch_error(error: LaunchError):

@@ -51,12 +51,19 @@ def finish(services: Services, model: type[Attempt] | type[Passback], row_id: in
             session.execute(update(BatchJob).where(BatchJob.id == batch_id).values({counter: counter + 1}))
 
 
+NOTHING_TO_DO = {
+    "regrade": "Nothing to regrade: no student has submitted to this assignment yet.",
+    "resend": "Nothing to re-send: every grade of this assignment is in the gradebook, or on its way there.",
+}
+
+
 def progress(job: BatchJob) -> dict:
     verb = {"regrade": "Regrading", "resend": "Re-sending grades"}[job.kind]
     finished = job.done + job.failed >= job.total
     text = f"{verb}: {job.done + job.failed} of {job.total} done"
     text += f", {job.failed} failed" if job.failed else ""
     text += " (finished)." if finished else "…"
+    text = NOTHING_TO_DO[job.kind] if job.total == 0 else text
     return {"id": job.id, "kind": job.kind, "total": job.total, "done": job.done, "failed": job.failed,
             "finished": finished, "text": text}  # fmt: skip
 

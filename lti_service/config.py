@@ -35,7 +35,10 @@ class Config:
     )
     """STUDENT_NOTEBOOK: the built-in assignment's student notebook, stored with its version 1"""
     assignment_title: str = field(default_factory=lambda: _env("ASSIGNMENT_TITLE", "Decode: one token at a time"))
-    """ASSIGNMENT_TITLE: the built-in assignment's title (and the tool's name in LMS registrations)"""
+    """ASSIGNMENT_TITLE: the built-in assignment's title"""
+    tool_name: str = field(default_factory=lambda: _env("TOOL_NAME", "Notebook grader"))
+    """TOOL_NAME: the deployment's name that LMS administrators see (Moodle's tool card, the Canvas developer
+    key); one deployment serves every assignment, so it names none of them"""
     max_upload_bytes: int = field(default_factory=lambda: int(_env("MAX_UPLOAD_BYTES", str(5 * 1024 * 1024))))
     """MAX_UPLOAD_BYTES: larger uploads get 413 (default 5 MB)"""
     max_assignment_bytes: int = field(default_factory=lambda: int(_env("MAX_ASSIGNMENT_BYTES", str(50 * 1024 * 1024))))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
@@ -12,11 +13,24 @@ from .db import Attempt, Passback, Platform, utcnow
 from .link_settings import link_key, load
 from .lti import nrps
 from .lti.ags import AgsError
-from .passback import Waiting, counting_attempt, waiting
+from .lti.quirks import TEACHER_FIXES, Refusal
+from .passback import Waiting, counting_attempt, refusal, waiting
 from .services import Services
 
+log = logging.getLogger("lti_service.dashboard")
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 SLOW_GRADING = dt.timedelta(minutes=3)  # a wait for a grade staff are told about
+NAMED = 5  # students an alert names before it counts the others
+# A student's grade the LMS refuses, in the roster: what happened, in a teacher's words.
+REFUSED_ROW = {
+    Refusal.UNPUBLISHED: "waiting: Canvas does not accept scores while this assignment is unpublished",
+    Refusal.STUDENT_GONE: "not sent: Canvas no longer lists this student (enrolment concluded or inactive)",
+    Refusal.NOT_GRADABLE: "not sent: Moodle does not grade this student here (not enrolled in a role that gets grades)",
+    Refusal.COLUMN_DELETED: "not sent: the gradebook column of this assignment no longer exists",
+}
+GAVE_UP_UNPUBLISHED = (
+    "not sent: Canvas did not accept scores while this assignment was unpublished; publish it, then re-send"
+)
 
 
 @dataclass
@@ -29,6 +43,10 @@ class StudentRow:
     gradebook_score: float | None = None
     last_submitted: str = ""
     gradebook: str = ""
+    grading: bool = False
+    """a notebook of theirs is waiting to be graded or being graded (a regrade, a new upload)"""
+    sending: bool = False
+    """their score is on its way to the gradebook"""
 
     @property
     def submitted(self) -> bool:
@@ -42,6 +60,43 @@ class SlowGrading:
     """when the oldest of them was uploaded"""
 
 
+@dataclass(frozen=True)
+class Refused:
+    """The link's grades the LMS refuses for one reason the teacher can act on, or should know about."""
+
+    refusal: Refusal
+    students: list[str]
+    """their names"""
+
+    @property
+    def text(self) -> str:
+        """What happened and what to do, in a teacher's words."""
+        count, names = len(self.students), _names(self.students)
+        scores = "their score" if count == 1 else "their scores"
+        if self.refusal is Refusal.UNPUBLISHED:
+            waiting = "the score waiting here is" if count == 1 else f"the {count} scores waiting here are"
+            return (
+                "Canvas does not accept scores while this assignment is unpublished. "
+                f"Publish it in Canvas: {waiting} sent within a few minutes."
+            )
+        if self.refusal is Refusal.STUDENT_GONE:
+            return (
+                f"Canvas no longer lists {names} in the course (their enrolment is concluded or inactive), so "
+                f"{scores} cannot be sent. Their attempts stay here; if an enrolment is made active again, "
+                "“Re-send pending and failed grades” sends the score."
+            )
+        if self.refusal is Refusal.NOT_GRADABLE:
+            return (
+                f"Moodle does not grade {names} in this course (they are not enrolled in a role that gets grades), "
+                f"so {scores} cannot be sent. Their attempts stay here."
+            )
+        return (
+            "The gradebook column of this assignment no longer exists in the course, so "
+            f"{'1 score' if count == 1 else f'{count} scores'} cannot be sent to it. The attempts and scores "
+            "stay here: “Download scores (CSV)” keeps a copy."
+        )
+
+
 @dataclass
 class Dashboard:
     rows: list[StudentRow]
@@ -52,6 +107,13 @@ class Dashboard:
     """grades the platform has not accepted yet and that the tool keeps retrying"""
     slow: SlowGrading | None = None
     """notebooks that have waited longer than SLOW_GRADING to be graded"""
+    refused: list[Refused] = field(default_factory=list)
+    """grades the LMS refuses for a reason of the course's own (not an outage)"""
+
+    @property
+    def settling(self) -> bool:
+        """Gradings or grades on their way: a page showing this board keeps it up to date."""
+        return any(r.grading or r.sending for r in self.rows)
 
     @property
     def gradebook_scores(self) -> list[float]:
@@ -85,7 +147,28 @@ def build(services: Services, launch) -> Dashboard:
     max_score = next((a.max_score for a in counted), None) or links.version_for(services, launch).points
     board = Dashboard(rows, roster_error, max_score, _question_rates(counted), waiting(services, key))
     board.slow = slow_grading(attempts, utcnow())
+    board.refused = refused_grades(passbacks, names)
     return board
+
+
+def refused_grades(passbacks: dict[str, Passback], names: dict[str, str]) -> list[Refused]:
+    """The link's grades the LMS refuses, by reason: those waiting for the teacher's fix in the LMS, and
+    those it stopped for good (a student who left the course, a deleted column)."""
+    by_refusal: dict[Refusal, list[str]] = {}
+    for user_id, passback in passbacks.items():
+        kind = refusal(passback)
+        if kind in REFUSED_ROW and passback.status == ("pending" if kind in TEACHER_FIXES else "failed"):
+            by_refusal.setdefault(kind, []).append(names.get(user_id, user_id))
+    return [Refused(kind, sorted(students, key=str.lower)) for kind, students in by_refusal.items()]
+
+
+def _names(students: list[str]) -> str:
+    """The names for a sentence: Ada; Ada and Grace; Ada, Grace and Alan; Ada, Grace, … and 2 other students."""
+    named = students[:NAMED] if len(students) <= NAMED else students[: NAMED - 1]
+    rest = len(students) - len(named)
+    if rest:
+        return f"{', '.join(named)} and {rest} other students"  # never fewer than two
+    return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
 
 
 def slow_grading(attempts: list[Attempt], now: dt.datetime) -> SlowGrading | None:
@@ -98,15 +181,24 @@ def slow_grading(attempts: list[Attempt], now: dt.datetime) -> SlowGrading | Non
 def _roster(services: Services, platform: Platform, launch) -> tuple[list[dict], str | None]:
     url = launch.claims.get(NRPS_CLAIM, {}).get("context_memberships_url")
     if not url:
-        return [], "The platform did not offer the course roster (Names and Role Provisioning Services)."
+        return [], (
+            "Your course platform does not share its class list with the tool (an LMS administrator can allow it: "
+            "the tool's names and roles service in Moodle, the roster scope of its developer key in Canvas)."
+        )
     try:
         return nrps.members(services.ags, platform, url), None
     except AgsError as error:
-        return [], f"The course roster could not be read from the platform: {error}"
+        log.warning(
+            "roster not read", extra={"event": "roster_failed", "status": error.status, "reason": error.reason[:200]}
+        )
+        if error.retryable:  # no answer, or an answer to try again later
+            return [], "The class list could not be read from your course platform just now; reload the page later."
+        return [], f"The class list could not be read from your course platform ({error}): tell your LMS administrator."
 
 
 def _row(user_id: str, name: str, attempts: list[Attempt], policy: str, passback: Passback | None) -> StudentRow:
     row = StudentRow(user_id, name, attempts=len(attempts))
+    row.grading = any(a.status in ("queued", "grading") for a in attempts)
     graded = [a for a in attempts if a.status == "graded"]
     if graded:
         row.best = max(a.final_score for a in graded)
@@ -115,16 +207,24 @@ def _row(user_id: str, name: str, attempts: list[Attempt], policy: str, passback
     if attempts:
         row.last_submitted = max(a.created_at for a in attempts).strftime("%Y-%m-%d %H:%M UTC")
     if passback is not None:
-        row.gradebook = _gradebook_text(passback)
+        row.gradebook, row.sending = gradebook_text(passback), passback.status == "pending"
+        row.sending &= refusal(passback) not in TEACHER_FIXES  # held until the teacher acts: not worth watching
     return row
 
 
-def _gradebook_text(passback: Passback) -> str:
+def gradebook_text(passback: Passback) -> str:
     """What the LMS holds: the score last sent and when, or why it is not there yet."""
+    kind = refusal(passback)
+    if kind is Refusal.UNPUBLISHED and passback.status == "failed":
+        return GAVE_UP_UNPUBLISHED
+    if kind in REFUSED_ROW:
+        return REFUSED_ROW[kind]
     if passback.status == "failed":
-        return f"failed ({passback.last_error})"
+        return f"not sent: {passback.last_error}. “Re-send pending and failed grades” tries again"
     if passback.status == "pending":
-        return "pending" if passback.tries == 0 else f"pending, retry {passback.tries} ({passback.last_error})"
+        if passback.tries == 0:
+            return "on its way"
+        return f"waiting: {passback.last_error} (try {passback.tries}); the tool keeps trying on its own"
     if passback.sent_score is None:
         return "nothing graded to send"
     return f"sent {passback.sent_score:g} at {passback.sent_at:%Y-%m-%d %H:%M} UTC"

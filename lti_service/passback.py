@@ -9,6 +9,12 @@ up to PASSBACK_MAX_BACKOFF (each cut by up to half at random), for PASSBACK_RETR
 failure (72 h by default: an LMS's maintenance lasts hours or a weekend); the first success on a platform
 makes its other waiting rows due at once. Only a 4xx saying that the request itself is wrong ends a row
 as failed sooner.
+
+Known refusals (lti/quirks.py) have their own policy: one the teacher fixes in the LMS (Canvas refuses
+scores for an unpublished assignment) is tried again every PASSBACK_MAX_BACKOFF for the same window, and is
+made due at once only by a success on its own column (not by every success on a platform a whole school
+shares), so the score lands minutes after the fix; a student no longer in the course, or a deleted column,
+ends the row as failed with its reason; a stale timestamp is retried with a later one.
 """
 
 from __future__ import annotations
@@ -19,12 +25,13 @@ import random
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from . import link_settings
 from .db import Attempt, Passback, Platform, utcnow
 from .lti.ags import AgsError
+from .lti.quirks import REASON, TEACHER_FIXES, Refusal, recorded_refusal, submission_time
 from .services import Services
 
 log = logging.getLogger("lti_service.passback")
@@ -109,7 +116,7 @@ def send(services: Services, passback_id: int) -> str | None:
     except AgsError as error:
         _log_failed_try(platform, row, error)
         return _failed_try(services, row, error, timestamp)
-    _retry_waiting_now(services, row.platform_id)
+    _retry_waiting_now(services, row.platform_id, row.lineitem_url)
     return _settle(
         services, row, status="sent", sent_score=attempt.final_score, last_timestamp=timestamp, sent_at=utcnow(),
         last_error=None, failing_since=None,
@@ -128,6 +135,7 @@ def _score_body(services: Services, row: Passback, attempt: Attempt, maximum: fl
         "gradingProgress": "FullyGraded",
         "timestamp": timestamp.isoformat(timespec="milliseconds") + "Z",
         "comment": f"{attempt.final_score:g}/{attempt.max_score:g} points ({policy} attempt{late}, graded by the tool)",
+        **submission_time(attempt.created_at),
     }
 
 
@@ -145,7 +153,7 @@ def _log_failed_try(platform: Platform, row: Passback, error: AgsError) -> None:
         extra={
             "event": "passback_failed", "platform": platform.issuer, "client_id": platform.client_id,
             "passback": row.id, "try": row.tries + 1, "status": error.status, "reason": error.reason[:200],
-            "retryable": error.retryable,
+            "retryable": error.retryable, "refusal": error.refusal,
         },
     )  # fmt: skip
 
@@ -157,20 +165,35 @@ def _failed_try(services: Services, row: Passback, error: AgsError, timestamp: d
     tries, retried_for = row.tries + 1, (now - (row.failing_since or now)).total_seconds()
     first_failure = func.coalesce(Passback.failing_since, now)  # kept once set: the run started then
     if not error.retryable or retried_for >= config.passback_retry_for:
-        why = str(error)[:1000] if not error.retryable else f"{error.reason}; gave up after {retried_for / 3600:.3g} h"
+        why = f"{error.reason}; gave up after {retried_for / 3600:.3g} h" if error.retryable else error.reason
         return _settle(services, row, status="failed", tries=tries, last_error=why, failing_since=first_failure)
     # Spread out at random, so that retries of grades that failed together do not stay in step: when the
     # platform is back, one of them soon finds out and the others follow at once (_retry_waiting_now).
-    delay = min(config.passback_max_backoff, config.passback_backoff * 2 ** (tries - 1)) * random.uniform(0.5, 1)
+    wait = config.passback_max_backoff
+    if error.refusal not in TEACHER_FIXES:
+        wait = min(wait, config.passback_backoff * 2 ** (tries - 1))
     return _settle(
         services, row, status="pending", tries=tries, last_error=error.reason, failing_since=first_failure,
-        next_try_at=now + dt.timedelta(seconds=delay),
-        last_timestamp=timestamp if error.status == 409 else row.last_timestamp,
+        next_try_at=now + dt.timedelta(seconds=wait * random.uniform(0.5, 1)),
+        last_timestamp=timestamp if error.refusal is Refusal.STALE_TIMESTAMP else row.last_timestamp,
     )  # fmt: skip
 
 
-def _retry_waiting_now(services: Services, platform_id: int) -> None:
-    """The platform answers again: its rows waiting out a backoff need not wait any longer."""
+def refusal(row: Passback) -> Refusal | None:
+    """The known refusal that holds the row back or stopped it (None once it is sent or due afresh)."""
+    return recorded_refusal(row.last_error) if row.status != "sent" and row.tries else None
+
+
+def _held_for_teacher() -> ColumnElement[bool]:
+    """Rows whose last try met a refusal only the teacher can lift (e.g. an unpublished assignment)."""
+    return or_(
+        *(func.coalesce(Passback.last_error, "").startswith(REASON[kind], autoescape=True) for kind in TEACHER_FIXES)
+    )
+
+
+def _retry_waiting_now(services: Services, platform_id: int, lineitem_url: str) -> None:
+    """The platform answers again: its rows waiting out a backoff need not wait any longer, nor its column's
+    rows held back for the teacher (the column accepts scores now)."""
     with services.db.session() as session:
         session.execute(
             update(Passback)
@@ -179,6 +202,7 @@ def _retry_waiting_now(services: Services, platform_id: int) -> None:
                 Passback.status == "pending",
                 Passback.failing_since.is_not(None),
                 Passback.lease_id.is_(None),
+                or_(~_held_for_teacher(), Passback.lineitem_url == lineitem_url),
             )
             .values(next_try_at=utcnow())
         )
@@ -219,8 +243,9 @@ class Waiting:
 
 
 def waiting(services: Services, key: dict) -> Waiting | None:
-    """The link's grades waiting for a retry: how many, since when, and the last reason (None if none)."""
-    failing = (Passback.status == "pending") & Passback.failing_since.is_not(None)
+    """The link's grades waiting for a retry: how many, since when, and the last reason (None if none). Those
+    held back for the teacher are not among them: the dashboard tells what to do about those."""
+    failing = (Passback.status == "pending") & Passback.failing_since.is_not(None) & ~_held_for_teacher()
     with services.db.session() as session:
         count, since = session.execute(
             select(func.count(), func.min(Passback.failing_since)).select_from(Passback).filter_by(**key).where(failing)

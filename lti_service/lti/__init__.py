@@ -9,7 +9,8 @@ What real platforms and browsers need, each in one place too: login.py and cooki
 where third-party cookies are blocked: partitioned cookies, platform storage, a new window; single-use
 hints), roles.py (every role form, Moodle's short names included), lineitems.py (the gradebook column of
 a link added without deep linking, and what the platform's AGS grant allows), canvas.py (hosted Canvas's
-endpoints).
+endpoints), quirks.py (what Canvas and Moodle do with a score: the refusals they answer, Canvas's
+submission time).
 
 The services a launch grants: ags.py (Assignment and Grade Services: tokens, line items, scores) and
 nrps.py (the course roster); outbound.py sends every request to a platform.

@@ -1,7 +1,7 @@
 """Assignment and Grade Services client: access tokens (cached until they expire) and score posts.
 
 Written here rather than taken from pylti1p3, whose requests have no timeouts and whose token cache
-ignores expiry. Platform quirks live in `scores_url`.
+ignores expiry. Platform quirks live in `scores_url` and in quirks.py (which refusals of a score are known).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import jwt
 
 from ..db import Platform
 from ..keys import KeyStore
-from .outbound import OutboundError, fetch, platform_origins
+from .outbound import OutboundError, Reply, fetch, platform_origins
+from .quirks import REASON, RETRIED, Refusal, score_refusal
 
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
@@ -31,13 +32,16 @@ RETRYABLE_4XX = (401, 408, 409, 429)  # any other 4xx says the request itself is
 
 
 class AgsError(Exception):
-    """A failed call to the platform. `retryable` for no answer, 5xx and RETRYABLE_4XX (a 401 drops the
-    cached token; a 409 asks for a later timestamp, see passback). `status` is the HTTP status when the
-    platform answered; `reason` says what failed in a few words, never with the platform's response body."""
+    """A failed call to the platform. `retryable` for no answer, 5xx, RETRYABLE_4XX (a 401 drops the
+    cached token) and the refusals a later try overcomes (quirks.RETRIED). `status` is the HTTP status when
+    the platform answered; `refusal` the known refusal of a score it stands for; `reason` says what failed in
+    a few words, never with the platform's response body."""
 
-    def __init__(self, message: str, retryable: bool, status: int | None = None, reason: str = "") -> None:
+    def __init__(
+        self, message: str, retryable: bool, status: int | None = None, reason: str = "", refusal: Refusal | None = None
+    ) -> None:
         super().__init__(message)
-        self.retryable, self.status, self.reason = retryable, status, reason or message
+        self.retryable, self.status, self.reason, self.refusal = retryable, status, reason or message, refusal
 
 
 def scores_url(lineitem_url: str) -> str:
@@ -153,31 +157,34 @@ class AgsClient:
     def post_score(self, platform: Platform, lineitem_url: str, score: dict) -> None:
         token = self.access_token(platform, [LINEITEM_READ_SCOPE, SCORE_SCOPE])
         headers = {"Authorization": f"Bearer {token}", "Content-Type": SCORE_CONTENT_TYPE}
-        self._service_call(platform, "post", scores_url(lineitem_url), json=score, headers=headers)
+        self._service_call(platform, "post", scores_url(lineitem_url), json=score, headers=headers, scores=True)
 
-    def _service_call(self, platform: Platform, method: str, url: str, expect: type = dict, **kwargs):
+    def _service_call(
+        self, platform: Platform, method: str, url: str, expect: type = dict, scores: bool = False, **kwargs
+    ):
         """A call with a cached access token, dropped when the platform no longer accepts it."""
         try:
-            return self._call(platform, method, url, expect, **kwargs)
+            return self._call(platform, method, url, expect, scores, **kwargs)
         except AgsError as error:
             if error.status == 401:
                 self.forget_token(platform)
             raise
 
-    def _call(self, platform: Platform, method: str, url: str, expect: type = dict, **kwargs):
+    def _call(self, platform: Platform, method: str, url: str, expect: type = dict, scores: bool = False, **kwargs):
         """A request to one of the platform's origins; its JSON body (an empty `expect` when it is not one).
-        AgsError with a short reason (the platform's answer body is never kept: it could reach the dashboard)."""
+        AgsError with a short reason (the platform's answer body is never kept: it could reach the dashboard);
+        for a score (`scores`), the known refusal it is."""
         try:
             reply = fetch(method, url, origins=platform_origins(platform), timeout=self.timeout, **kwargs)
         except OutboundError as error:
             raise AgsError(f"{url}: {error.reason}", retryable=error.retryable, reason=error.reason) from None
         if reply.status >= 400:
-            retryable = reply.status >= 500 or reply.status in RETRYABLE_4XX
-            raise AgsError(
-                f"{url}: HTTP {reply.status}",
-                retryable,
-                status=reply.status,
-                reason=f"the platform answered HTTP {reply.status}",
-            )
+            raise _failure(url, reply, score_refusal(reply.status, reply.body) if scores else None)
         body = reply.json()
         return body if isinstance(body, expect) else expect()
+
+
+def _failure(url: str, reply: Reply, refusal: Refusal | None) -> AgsError:
+    retryable = reply.status >= 500 or reply.status in RETRYABLE_4XX or refusal in RETRIED
+    reason = REASON[refusal] if refusal else f"the platform answered HTTP {reply.status}"
+    return AgsError(f"{url}: HTTP {reply.status}", retryable, status=reply.status, reason=reason, refusal=refusal)

@@ -1,13 +1,15 @@
-"""Every way a launch can be refused: what failed, for the user, and what an administrator should check."""
+"""Every way a launch can be refused: what failed, in the words of whoever launched (a student, a teacher),
+and what the LMS administrator should check, in theirs. What only the tool's operator can change is named
+as their task, never as their command or setting (those are in the README and the log)."""
 
 from __future__ import annotations
 
-# code: (HTTP status, what failed, what an administrator should check)
+# code: (HTTP status, what failed, what the LMS administrator should check)
 REASONS: dict[str, tuple[int, str, str]] = {
     "missing_state": (
         400,
         "The launch arrived without its login state.",
-        "The platform must POST both id_token and state to the tool's launch URL after the OIDC login.",
+        "The LMS must send both id_token and state to the tool's launch URL after the login step (LTI 1.3).",
     ),
     "state_mismatch": (
         400,
@@ -23,34 +25,40 @@ REASONS: dict[str, tuple[int, str, str]] = {
     ),
     "unknown_issuer": (
         400,
-        "This platform (issuer and client id) is not registered with the tool.",
-        "Register the platform: `python -m lti_service platform add ...` or LTI Dynamic Registration.",
+        "Your course platform is not set up to use this tool yet.",
+        "This LMS (its issuer and client ID) is not registered with the tool. Ask the tool's operator for a "
+        "registration URL and add the tool with it (Moodle: Site administration, Plugins, External tool, Manage "
+        "tools, Tool URL; Canvas: Developer Keys, LTI Registration), or send them the issuer and client ID.",
     ),
     "unknown_deployment": (
         400,
-        "This deployment of the tool is not registered.",
-        "Add the deployment id shown by the platform: `python -m lti_service platform add ... "
-        "--deployment-id ID` for the same issuer and client id.",
+        "This course's installation of the tool is not set up yet.",
+        "The tool knows this LMS but not this deployment of the tool in it. Send the deployment ID the LMS shows "
+        "for the tool to the tool's operator, who adds it to the registration.",
     ),
     "unknown_kid": (
         400,
         "The launch was signed with a key the platform does not publish.",
-        "Check the platform's JWKS URL registered with the tool and that the platform's keys are current.",
+        "Check that the public keyset URL the tool's operator registered for this LMS is current (Moodle: "
+        "/mod/lti/certs.php; Canvas: its fixed keyset URL).",
     ),
     "jwks_unreachable": (
         502,
         "The platform's public keys could not be fetched.",
-        "Check that the tool can reach the platform's JWKS URL (network, TLS, URL registered with the tool).",
+        "The tool could not reach this LMS's public keyset URL: check that the LMS is reachable from the tool's "
+        "server (network, TLS certificate) and that the URL the tool's operator registered is right.",
     ),
     "bad_signature": (
         400,
         "The launch message's signature is not valid.",
-        "The message was altered or signed with another key. Check the platform's JWKS URL.",
+        "The message was altered or signed with another key. Check the LMS's public keyset URL that the tool's "
+        "operator registered.",
     ),
     "wrong_audience": (
         400,
-        "The launch message is addressed to another tool (audience does not match the client id).",
-        "Check the client id registered with the tool against the one the platform shows.",
+        "The launch message is addressed to another tool.",
+        "The client ID the LMS shows for this tool differs from the one registered with the tool: send it to the "
+        "tool's operator.",
     ),
     "expired": (
         400,
@@ -60,37 +68,38 @@ REASONS: dict[str, tuple[int, str, str]] = {
     "not_yet_valid": (
         400,
         "The launch message is dated in the future.",
-        "The platform's and tool's clocks differ by more than the tolerated skew (CLOCK_SKEW); check NTP.",
+        "The LMS's and the tool's server clocks differ by more than a few seconds: check that both keep time (NTP).",
     ),
     "bad_message": (
         400,
-        "The launch message is malformed or not an LTI 1.3 message this tool accepts.",
-        "Check that the placement sends an LtiResourceLinkRequest or LtiDeepLinkingRequest (LTI 1.3).",
+        "The launch message is not one this tool understands.",
+        "Check that the tool is set up as an LTI 1.3 tool and that its placement sends a resource link launch or "
+        "a deep linking request (content selection).",
     ),
     "login_too_large": (
         413,
-        "The login request from the platform is too large.",
-        "Each OIDC login parameter may have at most 2048 characters (16 KB in all); check what the platform "
-        "sends as login_hint and lti_message_hint.",
+        "The login request from your course platform is too large.",
+        "Each login parameter the LMS sends may have at most 2048 characters (16 KB in all); check what it sends "
+        "as login_hint and lti_message_hint.",
     ),
     "login_rate_limited": (
         429,
         "Too many logins from your network are waiting to complete. Try again in a few minutes.",
-        "More than LOGIN_LIMIT_PER_CLIENT logins from one address are pending (they expire after 10 minutes). "
-        "Behind a reverse proxy set TRUST_PROXY=1 so that clients are told apart; raise the limit if one "
-        "network's users reach it.",
+        "Too many logins from one network address are pending (they expire after 10 minutes). If a whole "
+        "class shares one address, ask the tool's operator to raise the per-address limit, or to tell clients "
+        "apart behind their reverse proxy.",
     ),
     "login_busy": (
         429,
         "Too many logins are waiting to complete. Try again in a few minutes.",
-        "The tool holds LOGIN_LIMIT_TOTAL pending logins (a flood of anonymous logins?); they expire after 10 "
-        "minutes. Check the logs for the clients' addresses.",
+        "The tool holds as many pending logins as it allows (a flood of logins that never complete?); they "
+        "expire after 10 minutes. The tool's operator can find the clients' addresses in its log.",
     ),
     "login_invalid": (
         400,
-        "The login request from the platform is incomplete or from an unknown platform.",
-        "The OIDC login needs iss, login_hint and target_link_uri (and client_id when an issuer has "
-        "several registrations) from a registered platform.",
+        "The login request from your course platform is incomplete or from a platform the tool does not know.",
+        "The login step needs iss, login_hint and target_link_uri (and client_id when an issuer has several "
+        "registrations) from an LMS registered with the tool.",
     ),
     "login_expired": (
         400,
@@ -102,9 +111,9 @@ REASONS: dict[str, tuple[int, str, str]] = {
         403,
         "This link's assignment is not available to this course.",
         "The link names an assignment version that does not exist or that belongs to another course (a copied "
-        "course, or an edited custom parameter `assignment_version`), or it was added without deep linking and "
-        "the built-in assignment was removed. Course staff can add the assignment to this course and choose it "
-        "with deep linking.",
+        "course, or an edited custom parameter), or it was added without choosing an assignment and the default "
+        "one was removed. Course staff can add the assignment to this course and choose it again for this link "
+        "(Moodle: Select content; Canvas: the assignment's external tool).",
     ),
 }
 

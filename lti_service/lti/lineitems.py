@@ -27,6 +27,7 @@ from .ags import LINEITEM_SCOPE, SCORE_SCOPE, AgsError
 
 log = logging.getLogger("lti_service.lineitems")
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+RESOURCE_LINK_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/resource_link"
 TAG = "decode-grader"
 CLAIM = dt.timedelta(seconds=60)  # a launch finding or creating the column holds the link this long;
 # after a failure, launches wait as long before they ask the platform again
@@ -160,7 +161,7 @@ def _claim(services: Services, key: dict) -> bool:
 
 def _find_or_create(services: Services, platform: Platform, lineitems_url: str, launch: Launch) -> str:
     """The URL of the line item for the resource link: one the platform has (ours first), or a new one for
-    the assignment version the link is pinned to."""
+    the assignment version the link is pinned to, labelled like the link."""
     resource_link_id = launch.resource_link_id
     found = [
         item
@@ -173,12 +174,20 @@ def _find_or_create(services: Services, platform: Platform, lineitems_url: str, 
     created = services.ags.create_lineitem(
         platform,
         lineitems_url,
-        {"label": version.title, "scoreMaximum": version.points, "resourceLinkId": resource_link_id,
-         "resourceId": assignment_of(services.db, version).name, "tag": TAG},
+        {"label": _column_label(launch, version.title), "scoreMaximum": version.points,
+         "resourceLinkId": resource_link_id, "resourceId": assignment_of(services.db, version).name, "tag": TAG},
     )  # fmt: skip
     if not isinstance(created.get("id"), str):
         raise AgsError("the platform created a line item but did not say its URL (id)", retryable=True)
     return created["id"]
+
+
+def _column_label(launch: Launch, assignment_title: str) -> str:
+    """The link's own title (the activity's name in the LMS): two activities of one assignment get two columns
+    a teacher can tell apart. The assignment's title when the platform sends none."""
+    link = launch.claims.get(RESOURCE_LINK_CLAIM)
+    title = link.get("title") if isinstance(link, dict) else None
+    return title.strip() if isinstance(title, str) and title.strip() else assignment_title
 
 
 def _settle(services: Services, key: dict, **values) -> None:

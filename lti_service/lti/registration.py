@@ -23,6 +23,7 @@ SCOPES = [
     SCORE_SCOPE,
     NRPS_SCOPE,
 ]
+DESCRIPTION = "Notebook assignments, graded automatically in a sandbox; scores go to the gradebook."
 
 
 class RegistrationError(Exception):
@@ -34,7 +35,8 @@ class ToolUrls:
     login: str
     launch: str
     jwks: str
-    title: str
+    name: str
+    """the deployment's name (TOOL_NAME), not an assignment's: one deployment serves them all"""
 
     @property
     def domain(self) -> str:
@@ -61,18 +63,18 @@ def tool_registration(urls: ToolUrls) -> dict:
         "grant_types": ["implicit", "client_credentials"],
         "initiate_login_uri": urls.login,
         "redirect_uris": [urls.launch],
-        "client_name": urls.title,
+        "client_name": urls.name,
         "jwks_uri": urls.jwks,
         "token_endpoint_auth_method": "private_key_jwt",
         "scope": " ".join(SCOPES),
         LTI_TOOL: {
             "domain": urls.domain,
-            "description": "Notebook assignment on LLM decode, graded automatically in a sandbox.",
+            "description": DESCRIPTION,
             "target_link_uri": urls.launch,
             "claims": ["iss", "sub", "name", "email"],
             "messages": [
                 {"type": "LtiResourceLinkRequest", "target_link_uri": urls.launch},
-                {"type": "LtiDeepLinkingRequest", "target_link_uri": urls.launch, "label": urls.title},
+                {"type": "LtiDeepLinkingRequest", "target_link_uri": urls.launch, "label": urls.name},
             ],
         },
     }

@@ -2,25 +2,57 @@
 "use strict";
 
 // Live status: while an attempt is queued, grading, or its grade is on its way to the gradebook, refresh the
-// attempts list (rendered by the server).
-function watchAttempts() {
-  const box = document.getElementById("attempts");
-  if (!box) return;
-  const pending = () => box.querySelector("[data-pending]") !== null;
+// parts of the page that show it (rendered by the server: the student's attempts; the dashboard's roster and
+// attempt lists). Checks slow down while nothing changes (a gradebook outage can last hours), and start again
+// at once when a long job on the page finishes.
+const liveBoxes = [];
+
+function watchLive(box, url) {
+  let delay = 1000;
+  let last = "";
+  let timer = null;
   async function refresh() {
+    timer = null;
     try {
-      const response = await fetch(box.dataset.url, { credentials: "same-origin" });
+      const response = await fetch(url, { credentials: "same-origin" });
       if (response.ok) {
         const body = await response.json();
-        box.innerHTML = body.html;
+        const parts = body.parts || { [box.id]: body.html };
+        const text = JSON.stringify(parts);
+        delay = text === last ? Math.min(delay * 1.5, 15000) : 1000;
+        last = text;
+        for (const [id, html] of Object.entries(parts)) replaceIfChanged(document.getElementById(id), html);
         if (!body.pending) return;
       }
     } catch (error) {
       /* network hiccup: try again on the next tick */
     }
-    setTimeout(refresh, 1000);
+    timer = setTimeout(refresh, delay);
   }
-  if (pending()) setTimeout(refresh, 500);
+  const wake = () => {
+    delay = 1000;
+    if (timer === null) refresh();
+    else {
+      clearTimeout(timer);
+      timer = setTimeout(refresh, 0);
+    }
+  };
+  liveBoxes.push(wake);
+  if (box.dataset.pending || box.querySelector("[data-pending]")) timer = setTimeout(refresh, 500);
+}
+
+// Only what changed is replaced: a keyboard user's focus stays where it is while nothing moves.
+function replaceIfChanged(part, html) {
+  if (!part) return;
+  const incoming = document.createElement("template");
+  incoming.innerHTML = html;
+  if (incoming.innerHTML !== part.innerHTML) part.innerHTML = html;
+}
+
+function watchAttempts() {
+  const box = document.getElementById("attempts");
+  if (box) watchLive(box, box.dataset.url);
+  for (const live of document.querySelectorAll("[data-live-url]")) watchLive(live, live.dataset.liveUrl);
 }
 
 // Long work (regrade, re-send, an assignment's build, a link's move): show progress until done; it survives a
@@ -35,7 +67,7 @@ function watchJobs() {
           job.textContent = body.text;
           job.dataset.finished = body.finished ? "1" : "";
           if (body.finished && job.dataset.reload) window.location.reload();
-          if (body.finished) return;
+          if (body.finished) return liveBoxes.forEach((wake) => wake());
         }
       } catch (error) {
         /* try again */
@@ -91,15 +123,24 @@ function autosubmit() {
   if (form) form.submit();
 }
 
-// Dynamic registration: tell the platform we are done (LTI Dynamic Registration, section 3.6.2).
+// Dynamic registration: ask the platform to close its dialog (LTI Dynamic Registration, section 3.6.2), at once
+// when registered, with the Close button when not (the dialog offers only Cancel). Opened at the top of a
+// window, there is no dialog to close: the button stays hidden.
 function closeRegistration() {
-  if (!document.getElementById("registration-done")) return;
-  (window.opener || window.parent).postMessage({ subject: "org.imsglobal.lti.close" }, "*");
+  const platform = window.opener || (window.parent !== window ? window.parent : null);
+  if (!platform) return;
+  const close = () => platform.postMessage({ subject: "org.imsglobal.lti.close" }, "*");
+  const closing = document.getElementById("registration-close"); // the Close button's paragraph
+  if (closing) {
+    closing.hidden = false;
+    closing.querySelector("button").addEventListener("click", close);
+  }
+  if (document.getElementById("registration-done")) close();
 }
 
-// An upload error is where a keyboard or screen-reader user should land.
+// An error about the form just sent is where a keyboard or screen-reader user should land.
 function focusError() {
-  const error = document.getElementById("upload-error");
+  const error = document.getElementById("upload-error") || document.getElementById("choice-error");
   if (error) error.focus();
 }
 

@@ -16,7 +16,7 @@ from ..lti.errors import LaunchError
 from ..lti.launch import CookiesBlocked, PlatformStorageCheck
 from ..lti.lineitems import ensure_column
 from ..lti.login import LOGIN_LIFETIME, LOGIN_PARAMS, Login
-from ..lti.registration import CANVAS_SERVICES, RegistrationError, ToolUrls, is_canvas, register
+from ..lti.registration import CANVAS_SERVICES, DESCRIPTION, RegistrationError, ToolUrls, is_canvas, register
 from ..platforms import PlatformConflict, insert_platform
 from . import queue, services
 
@@ -40,7 +40,7 @@ def tool_urls() -> ToolUrls:
         login=url_for("lti.login", _external=True),
         launch=url_for("lti.launch", _external=True),
         jwks=url_for("lti.jwks", _external=True),
-        title=services().config.assignment_title,
+        name=services().config.tool_name,
     )
 
 
@@ -171,8 +171,8 @@ def canvas_json():
     """Canvas developer key configuration ("Enter URL"), with assignment selection by deep linking."""
     urls = tool_urls()
     return {
-        "title": urls.title,
-        "description": "Notebook assignment on LLM decode, graded automatically in a sandbox.",
+        "title": urls.name,
+        "description": DESCRIPTION,
         "oidc_initiation_url": urls.login,
         "target_link_uri": urls.launch,
         "public_jwk_url": urls.jwks,
@@ -208,10 +208,12 @@ def canvas_json():
     }
 
 
+# The registration page is read by an LMS administrator in the LMS's dialog: what happened, what to do next.
+# The operator's side (commands, error details) goes in one line of its own.
 INVITE_REFUSED = {
-    "missing": "This registration URL has no invite in it.",
-    "unknown": "This registration URL is not valid.",
-    "used": "This registration URL was used already (each one works once).",
+    "missing": "This address is not a complete registration URL.",
+    "unknown": "The tool does not know this registration URL.",
+    "used": "This registration URL was used already: each one works only once.",
     "expired": "This registration URL has expired.",
 }
 
@@ -223,14 +225,14 @@ def dynamic_registration(token: str):
     iframe. Without a valid, unused, unexpired invite nothing is fetched and nothing is stored."""
     openid_configuration = request.args.get("openid_configuration")
     if not openid_configuration:
-        return render_template(
-            "registration.html", error="This URL is opened by the platform with an openid_configuration parameter."
-        ), 400
+        what = "This registration URL is for your LMS: opened in a browser, it registers nothing."
+        detail = "the URL was opened without the openid_configuration parameter that an LMS adds."
+        return _registration_page(400, "Registration not started", what, detail, unused=True)
     invite, refusal = invites.redeem(services().db, token)
     if invite is None:
         log.warning("registration refused", extra={"event": "registration_refused", "reason": refusal})
-        message = INVITE_REFUSED[refusal] + " Ask the tool's administrator for a new registration URL."
-        return render_template("registration.html", error=message, refused=True), 403
+        what = f"{INVITE_REFUSED[refusal]} Nothing was registered."
+        return _registration_page(403, "Registration refused", what, f"invite refused ({refusal}).")
     try:
         registered = register(
             openid_configuration, request.args.get("registration_token"), tool_urls(), services().config.http_timeout
@@ -244,9 +246,21 @@ def dynamic_registration(token: str):
     services().platforms.invalidate()
     log.info("registered", extra={"event": "registered", "issuer": platform.issuer, "client_id": platform.client_id})
     note = CANVAS_SERVICES.format(id=platform.id) if is_canvas(registered.issuer, registered.product) else None
-    return render_template("registration.html", platform=platform, note=note)
+    return render_template(
+        "registration.html", heading="Registration complete", platform=platform, note=note,
+        tool_name=services().config.tool_name,
+    )  # fmt: skip
 
 
 def _registration_failed(message: str, status: int):
     log.warning("registration failed", extra={"event": "registration_failed", "detail": message[:300]})
-    return render_template("registration.html", error=message), status
+    what = "The tool could not complete the registration with your LMS. Nothing was registered."
+    return _registration_page(status, "Registration failed", what, f"{message.rstrip('.')}.")
+
+
+def _registration_page(status: int, heading: str, what: str, detail: str, unused: bool = False):
+    """A registration that did not happen: what happened and what next, for the LMS administrator (with a
+    Close button for the LMS's dialog, which offers only Cancel), and the detail for the tool's operator.
+    `unused`: the URL was not used up (opened by a browser, not an LMS)."""
+    page = render_template("registration.html", heading=heading, what=what, detail=detail, unused=unused)
+    return page, status

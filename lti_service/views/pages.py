@@ -18,15 +18,25 @@ from ..grading import SubmissionRefused, create_attempt
 from ..link_settings import SubmissionRules, rules_for
 from ..lti.deep_linking import presentation_target, resource_link_item, response_jwt
 from ..lti.lineitems import gradebook_problem
+from ..lti.quirks import TEACHER_FIXES
 from ..lti.roles import is_course_staff
-from ..passback import counting_attempt
+from ..passback import counting_attempt, refusal
 from . import queue, services
 from .downloads import NOTEBOOK_TYPE, file_download
 
 bp = Blueprint("pages", __name__, url_prefix="/a")
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
-PASSBACK_LABELS = {"sent": "sent to the gradebook", "pending": "pending", "failed": "failed"}
-UNSETTLED = ("pending", "failed, will retry")  # the page keeps watching an attempt while its grade travels
+STATUS_WORDS = {"queued": "waiting to be graded", "grading": "being graded", "graded": "graded",
+                "failed": "could not be graded"}  # fmt: skip
+GRADEBOOK_WORDS = {
+    "sending": "on its way to the gradebook",
+    "retrying": "waiting: the course's gradebook does not answer now, and the tool keeps trying on its own",
+    "held": "waiting: the course's gradebook does not take scores for this assignment yet; it is sent once it does",
+    "sent": "sent to the gradebook",
+    "failed": "not sent: the gradebook refused it (your teacher can see why)",
+    "no_column": "not sent: this assignment has no gradebook column",
+}
+UNSETTLED = ("sending", "retrying", "held")  # the page keeps watching an attempt while its grade travels
 
 
 def current_launch(launch_id: str) -> Launch:
@@ -76,16 +86,27 @@ def assignment(launch_id: str):
         from .staff import dashboard_page  # staff imports this module
 
         return dashboard_page(launch)
-    return assignment_page(launch)
+    return assignment_page(launch, notice=_same_notice())
 
 
 @bp.get("/<launch_id>/student")
 def student_view(launch_id: str):
     """The assignment as students see it (for staff, a preview where their own uploads are graded too)."""
-    return assignment_page(current_launch(launch_id))
+    return assignment_page(current_launch(launch_id), notice=_same_notice())
 
 
-def assignment_page(launch: Launch, error: str | None = None) -> str:
+def _same_notice() -> str | None:
+    """After an upload of a notebook identical to an earlier attempt (?same=N): what happened."""
+    number = request.args.get("same", "")
+    if not (number.isdigit() and len(number) <= 6):
+        return None
+    return (
+        f"This notebook is the same as your attempt {int(number)}, so no new attempt was made. To submit your "
+        "changes, save the notebook in Jupyter first (File, Save), then upload the saved file."
+    )
+
+
+def assignment_page(launch: Launch, error: str | None = None, notice: str | None = None) -> str:
     rules = rules_for(services(), launch)
     version = links.version_for(services(), launch)
     return render_template(
@@ -101,6 +122,7 @@ def assignment_page(launch: Launch, error: str | None = None) -> str:
         staff=is_staff(launch),
         gradebook_problem=gradebook_problem(services(), launch),
         error=error,
+        notice=notice,
     )
 
 
@@ -126,7 +148,10 @@ def upload(launch_id: str):
         return _back_with_error(launch, f"{refused} Nothing was saved.")
     if new or attempt.status == "queued":  # a repeated upload of a queued attempt queues it again
         queue().submit(queue().grade, attempt.id)  # saved: from here on nothing may fail the request
-    return redirect(url_for("pages.assignment", launch_id=launch.id) + f"#attempt-{attempt.id}", 303)
+    page = "pages.student_view" if is_staff(launch) else "pages.assignment"
+    if not new:  # the same file again: say so, rather than show the old attempt as if it were new
+        return redirect(url_for(page, launch_id=launch.id, same=attempt.number) + "#upload-notice", 303)
+    return redirect(url_for(page, launch_id=launch.id) + f"#attempt-{attempt.id}", 303)
 
 
 def _back_with_error(launch: Launch, message: str):
@@ -162,18 +187,21 @@ def attempt_rows(launch: Launch, rules: SubmissionRules) -> list[dict]:
                 select(Passback).filter_by(platform_id=launch.platform_id, user_id=launch.user_id)
             )
         }
-    counting = counting_attempt(list(attempts), rules.settings.score_policy)
+    policy = rules.settings.score_policy
+    counting = counting_attempt(list(attempts), policy)
     feedback = "result" if rules.hidden_results_visible else "feedback"
+    numbers = dict(zip((a.id for a in attempts), range(len(attempts), 0, -1), strict=True))
     rows = []
-    for number, attempt in zip(range(len(attempts), 0, -1), attempts, strict=True):
-        passback = passbacks.get(attempt.lineitem_url)
+    for attempt in attempts:
+        state = _gradebook_state(attempt, passbacks.get(attempt.lineitem_url), counting)
         rows.append(
             {
                 "id": attempt.id,
-                "number": number,
+                "number": numbers[attempt.id],
                 "filename": attempt.filename,
                 "submitted": attempt.created_at.strftime("%Y-%m-%d %H:%M UTC"),
                 "status": attempt.status,
+                "status_words": STATUS_WORDS.get(attempt.status, attempt.status),
                 "score": attempt.final_score,
                 "raw_score": attempt.score,
                 "late_penalty": attempt.late_penalty,
@@ -181,21 +209,36 @@ def attempt_rows(launch: Launch, rules: SubmissionRules) -> list[dict]:
                 "error": attempt.error,
                 "questions": (getattr(attempt, feedback) or {}).get("questions", []),
                 "counts": attempt is counting,
-                "gradebook": _gradebook_status(attempt, passback) if attempt is counting else "",
+                "gradebook_state": state,
+                "gradebook": _gradebook_words(state, numbers[counting.id] if counting else None, policy),
+                "pending": attempt.status in ("queued", "grading") or state in UNSETTLED,
             }
         )
-        rows[-1]["pending"] = attempt.status in ("queued", "grading") or rows[-1]["gradebook"] in UNSETTLED
     return rows
 
 
-def _gradebook_status(attempt: Attempt, passback: Passback | None) -> str:
+def _gradebook_state(attempt: Attempt, passback: Passback | None, counting: Attempt | None) -> str:
+    """Where this attempt's score stands with the gradebook: "" (not graded), "kept_other" (another attempt
+    counts), or one of GRADEBOOK_WORDS."""
     if attempt.status != "graded":
         return ""
+    if attempt is not counting:
+        return "kept_other"
     if not attempt.lineitem_url:
-        return "no gradebook column for this link"
+        return "no_column"
+    if passback is not None and passback.status == "pending" and refusal(passback) in TEACHER_FIXES:
+        return "held"  # until the teacher fixes it in the LMS (e.g. publishes the assignment)
     if passback is None or passback.status == "pending":
-        return "pending" if passback is None or passback.tries == 0 else "failed, will retry"
-    return PASSBACK_LABELS[passback.status]
+        return "sending" if passback is None or passback.tries == 0 else "retrying"
+    return passback.status
+
+
+def _gradebook_words(state: str, counting_number: int | None, policy: str) -> str:
+    if state != "kept_other":
+        return GRADEBOOK_WORDS.get(state, "")
+    if policy == "best":
+        return f"not sent: attempt {counting_number} has your best score, and the gradebook keeps it"
+    return f"not sent: the gradebook keeps your latest graded attempt ({counting_number})"
 
 
 @bp.get("/<launch_id>/notebook")
@@ -215,11 +258,15 @@ def deep_linking_launch(launch_id: str) -> Launch:
 
 @bp.get("/<launch_id>/deep-link")
 def deep_link(launch_id: str):
-    """The assignments this course may link (every course's and its own), newest versions."""
-    launch = deep_linking_launch(launch_id)
+    """The assignments this course may link (every course's and its own), newest versions. None is chosen
+    ahead: the teacher picks the one they mean."""
+    return deep_link_page(deep_linking_launch(launch_id))
+
+
+def deep_link_page(launch: Launch, error: str | None = None) -> str:
     return render_template(
         "deep_link.html", launch=launch, offered=links.offered(services().db, launch), csrf_token=csrf_token(launch),
-        may_add=may_add_assignments(launch), adding_note=adding_note(launch),
+        may_add=may_add_assignments(launch), adding_note=adding_note(launch), error=error,
     )  # fmt: skip
 
 
@@ -230,7 +277,7 @@ def deep_link_choose(launch_id: str):
     check_csrf(launch)
     chosen = links.chosen(services().db, launch, request.form.get("assignment", ""))
     if chosen is None:
-        abort(400, "Choose one of the assignments offered on the page.")
+        return deep_link_page(launch, "Choose the assignment to add, then select “Add to the course”."), 400
     assignment, version = chosen
     with services().db.session() as session:
         client_id = session.get(Platform, launch.platform_id).client_id

@@ -27,14 +27,13 @@ def staff_launch(launch_id: str) -> Launch:
 
 def dashboard_page(launch: Launch, message: str | None = None) -> str:
     board = dashboard.build(services(), launch)
-    attempts_by_user: dict[str, list] = {}
-    for attempt in dashboard.link_attempts(services(), launch):
-        attempts_by_user.setdefault(attempt.user_id, []).append(attempt)
     version = links.version_for(services(), launch)
+    jobs = [batches.progress(job) for job in batches.recent(services(), link_key(launch))]
     return render_template(
         "dashboard.html",
         launch=launch,
-        board_attempts=attempts_by_user,
+        board_attempts=_attempts_by_user(launch),
+        live_pending=board.settling or not all(job["finished"] for job in jobs),
         title=version.title,
         version=version,
         newer=moves.newer(services(), version),
@@ -42,16 +41,44 @@ def dashboard_page(launch: Launch, message: str | None = None) -> str:
         may_add=may_add_assignments(launch),
         adding_note=adding_note(launch),
         board=board,
-        histogram=charts.score_histogram(board.gradebook_scores, board.max_score),
-        pass_rates=charts.pass_rates(board.question_rates),
+        **_charts(board),
         settings=load(services(), link_key(launch)),
-        jobs=[batches.progress(job) for job in batches.recent(services(), link_key(launch))],
+        jobs=jobs,
         retry_hours=services().config.passback_retry_for / 3600,
         slow_minutes=round(dashboard.SLOW_GRADING.total_seconds() / 60),
         csrf_token=csrf_token(launch),
         gradebook_problem=gradebook_problem(services(), launch, for_staff=True),
         message=message,
     )
+
+
+def _charts(board: dashboard.Dashboard) -> dict[str, str]:
+    return {"histogram": charts.score_histogram(board.gradebook_scores, board.max_score),
+            "pass_rates": charts.pass_rates(board.question_rates)}  # fmt: skip
+
+
+def _attempts_by_user(launch: Launch) -> dict[str, list[Attempt]]:
+    by_user: dict[str, list[Attempt]] = {}
+    for attempt in dashboard.link_attempts(services(), launch):
+        by_user.setdefault(attempt.user_id, []).append(attempt)
+    return by_user
+
+
+@bp.get("/live.json")
+def live(launch_id: str):
+    """The parts of the dashboard that background work changes (the roster, each student's attempts), for
+    the page to refresh while gradings and grades are under way: after "Regrade all" the roster shows the
+    new scores without a reload."""
+    launch = staff_launch(launch_id)
+    board = dashboard.build(services(), launch)
+    jobs = [batches.progress(job) for job in batches.recent(services(), link_key(launch))]
+    context = dict(launch=launch, board=board, board_attempts=_attempts_by_user(launch), **_charts(board))
+    return {
+        "parts": {"roster-rows": render_template("dashboard_roster.html", **context),
+                  "charts": render_template("dashboard_charts.html", **context),
+                  "attempt-lists": render_template("dashboard_attempts.html", **context)},
+        "pending": board.settling or not all(job["finished"] for job in jobs),
+    }  # fmt: skip
 
 
 @bp.post("/settings")
@@ -76,7 +103,7 @@ def settings(launch_id: str):
         services(), link_key(launch), score_policy=form["score_policy"], attempt_limit=limit,
         late_policy=form["late_policy"], late_penalty=penalty, show_hidden_after_due="show_hidden_after_due" in form,
     )  # fmt: skip
-    return redirect(url_for("pages.assignment", launch_id=launch.id) + "#settings", 303)
+    return redirect(url_for("pages.assignment", launch_id=launch.id, saved=1) + "#settings-saved", 303)
 
 
 @bp.post("/regrade")
@@ -130,7 +157,8 @@ def attempt_detail(launch_id: str, attempt_id: int):
     attempt = link_attempt(launch, attempt_id)
     with services().db.session() as session:
         passback = session.scalars(select(Passback).filter_by(**link_key(launch), user_id=attempt.user_id)).first()
-    return render_template("attempt_detail.html", launch=launch, attempt=attempt, passback=passback,
+    return render_template("attempt_detail.html", launch=launch, attempt=attempt,
+                           gradebook=dashboard.gradebook_text(passback) if passback else None,
                            title=links.version_for(services(), launch).title)  # fmt: skip
 
 

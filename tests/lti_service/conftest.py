@@ -18,6 +18,7 @@ import requests
 from autograder.pool import close_all
 from autograder.sandbox.bwrap import released
 from lti_dev_platform.client import launch as platform_launch
+from lti_dev_platform.client import parse_page, submit
 from lti_dev_platform.serving import PlatformServer, start_platform
 from tests.lti_service.tool import PlatformProcess, ToolProcess, browser_session, free_port, wait_for
 from tests.submissions import corpus, submission_notebook
@@ -140,6 +141,26 @@ def notebook_bytes(entry_name: str | None = None, answered: bool = True) -> byte
     if entry_name:
         (entry,) = [e for kind in ("correct", "wrong") for e in corpus(kind) if e.name == entry_name]
     return nbformat.writes(submission_notebook(entry, answered=answered)).encode()
+
+
+def choose(title: str):
+    """A deep-linking choice, as a teacher makes it: the offered assignment with this title."""
+
+    def chooser(session: requests.Session, page: requests.Response) -> requests.Response:
+        (version_id,) = re.findall(
+            rf'id="assignment-(\d+)"[^>]*>\s*<label for="assignment-\d+">{re.escape(title)} \(', page.text
+        )
+        (form,) = parse_page(page).forms
+        return submit(session, form, assignment=version_id)
+
+    return chooser
+
+
+def slow_notebook(seconds: float) -> bytes:
+    """The full-marks notebook with a last cell that sleeps: its grading lasts that long."""
+    notebook = nbformat.reads(notebook_bytes().decode(), as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell(f"import time\ntime.sleep({seconds})"))
+    return nbformat.writes(notebook).encode()
 
 
 def start_lms(

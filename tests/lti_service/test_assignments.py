@@ -14,10 +14,10 @@ import nbformat
 import pytest
 import requests
 
-from lti_dev_platform.client import deep_link, launch, parse_page, submit
+from lti_dev_platform.client import deep_link, launch
 from lti_service.views.pages import ADDING_TURNED_OFF
 from tests.lti_service import gradebook
-from tests.lti_service.conftest import Lms, StudentPage, notebook_bytes, start_lms
+from tests.lti_service.conftest import Lms, StudentPage, choose, notebook_bytes, start_lms
 from tests.lti_service.gradebook import STUDENTS, TITLE
 from tests.lti_service.tool import browser_session, wait_for
 from tests.parity import harness
@@ -39,19 +39,6 @@ def with_gradebook(lms: Lms) -> Lms:
     """The LMS, with gradebook added for every course by the operator."""
     lms.tool.cli("assignment", "add", "--master", str(gradebook.MASTER))
     return lms
-
-
-def choose(title: str):
-    """A deep-linking choice: the offered assignment with this title."""
-
-    def chooser(session: requests.Session, page: requests.Response) -> requests.Response:
-        (version_id,) = re.findall(
-            rf'id="assignment-(\d+)"[^>]*>\s*<label for="assignment-\d+">{re.escape(title)} \(', page.text
-        )
-        (form,) = parse_page(page).forms
-        return submit(session, form, assignment=version_id)
-
-    return chooser
 
 
 def add_link(lms: Lms, context_id: str, title: str) -> dict:

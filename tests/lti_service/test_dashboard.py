@@ -98,7 +98,7 @@ def test_regrade_and_resend_show_progress_until_done(lms):
     grace = lms.open("student-grace", "dash-resend")
     grace.upload(notebook_bytes())
     grace.wait_graded(1)
-    wait_for(lambda: grace.attempts()[0]["gradebook"] == "failed, will retry")
+    wait_for(lambda: grace.attempts()[0]["gradebook_state"] == "retrying")
     lms.hook("fail-scores", count=0)
     page = lms.open("instructor-turing", "dash-resend")
     response = staff_post(page, "resend")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
-from lti_dev_platform.client import deep_link
+import pytest
+
+from lti_dev_platform.client import BrowserError, deep_link
 from tests.autograder.host import sandbox_processes_under
-from tests.lti_service.conftest import notebook_bytes
+from tests.lti_service.conftest import choose, notebook_bytes
 from tests.lti_service.tool import browser_session, wait_for
 from tests.submissions import STUDENT_NOTEBOOK
 
@@ -14,7 +16,12 @@ TITLE = "Decode: one token at a time"
 
 
 def test_deep_linking_creates_the_gradebook_column(lms):
-    result = deep_link(lms.platform.url, browser_session(), user="instructor-turing", context_id="course-dl")
+    session = browser_session()
+    with pytest.raises(BrowserError):  # the form as served chooses nothing: the page asks for a choice
+        deep_link(lms.platform.url, session, user="instructor-turing", context_id="course-dl")
+    result = deep_link(
+        lms.platform.url, session, user="instructor-turing", context_id="course-dl", choose=choose(TITLE)
+    )
     assert "Add an assignment" not in result.tool_response.text  # the choice was made and sent back
     assert result.platform_response.status_code == 200, result.platform_response.text[:1000]
     (item,) = [i for i in lms.state()["line_items"] if i["context_id"] == "course-dl"]

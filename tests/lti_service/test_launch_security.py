@@ -276,7 +276,7 @@ def data_attributes(html: str) -> dict[str, str]:
 
 def assert_refused(tool: ToolProcess, response: requests.Response, code: str) -> None:
     assert 400 <= response.status_code < 500, (response.status_code, response.text[:500])
-    assert "For the administrator" in response.text and f"<code>{code}</code>" in response.text
+    assert "For your LMS administrator" in response.text and f"<code>{code}</code>" in response.text
     assert "Traceback" not in response.text
     refusals = [e for e in tool.log_events() if e.get("event") == "launch_refused"]
     assert refusals and refusals[-1]["code"] == code

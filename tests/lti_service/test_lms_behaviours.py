@@ -55,7 +55,7 @@ def test_a_plain_link_gets_one_column_however_many_launch_at_once(lms):
     finally:
         lms.hook("config", lineitems_delay=0)
     (column,) = [i for i in lms.state()["line_items"] if i["resource_link_id"] == "plain-race"]
-    assert (column["label"], column["score_maximum"], column["tag"]) == (TITLE, 16.0, "decode-grader")
+    assert (column["label"], column["score_maximum"], column["tag"]) == ("Activity plain-race", 16.0, "decode-grader")
 
     pages["student-ada"].upload(notebook_bytes())
     pages["student-ada"].wait_graded(1)
@@ -76,6 +76,17 @@ def test_a_plain_link_uses_the_column_the_platform_already_has(lms):
     assert posts[0]["scoreGiven"] == 16.0
 
 
+def test_a_plain_links_column_is_named_after_the_link(lms):
+    """Two activities of one assignment added without deep linking: two columns the teacher tells apart in the
+    gradebook. A link whose launches carry no title (the spec allows it) gets the assignment's title."""
+    titles = {"named-1": "Decode, week 1", "named-2": "Decode, week 2 (retake)", "untitled": ""}
+    for link, title in titles.items():
+        lms.hook("resource-link", context_id="names-101", resource_link_id=link, title=title, line_item=False)
+        lms.open("student-ada", link, context_id="names-101")
+    labels = {i["resource_link_id"]: i["label"] for i in lms.state()["line_items"] if i["context_id"] == "names-101"}
+    assert labels == {"named-1": "Decode, week 1", "named-2": "Decode, week 2 (retake)", "untitled": TITLE}
+
+
 def test_the_pages_say_when_scores_cannot_reach_the_gradebook(lms):
     lms.hook("resource-link", resource_link_id="no-ags", line_item=False, ags="none")
     lms.hook("resource-link", resource_link_id="sync-only", line_item=False, ags="sync")
@@ -88,7 +99,7 @@ def test_the_pages_say_when_scores_cannot_reach_the_gradebook(lms):
     assert not [i for i in lms.state()["line_items"] if i["resource_link_id"] in ("no-ags", "sync-only")]
     student.upload(notebook_bytes())
     (attempt,) = student.wait_graded(1)
-    assert attempt["gradebook"] == "no gradebook column for this link"
+    assert attempt["gradebook_state"] == "no_column"
 
 
 def test_canvas_sends_the_due_date_variable_unexpanded_when_there_is_none(lms):

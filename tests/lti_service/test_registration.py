@@ -8,6 +8,7 @@ elsewhere (127.0.0.3) that must never be contacted; both record every request th
 from __future__ import annotations
 
 import datetime as dt
+import re
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -39,19 +40,23 @@ class Elsewhere(RecordingServer):
 
 
 class FakePlatform(Elsewhere):
-    """A platform whose configuration a test can bend (`overrides`) and whose registration answers
-    `client_id`."""
+    """A platform whose configuration a test can bend (`overrides`), whose registration answers `client_id`
+    and keeps the tool's registration requests (`registered`)."""
 
     def __init__(self, host: str) -> None:
         self.overrides: dict = {}
         self.client_id = "client-1"
+        self.registered: list[dict] = []
         super().__init__(host)
 
     def routes(self, app: Flask) -> None:
-        answer = lambda: jsonify({"client_id": self.client_id, LTI_TOOL: {"deployment_id": "d-1"}})  # noqa: E731
         app.add_url_rule("/config", "config", lambda: jsonify({**self.configuration(), **self.overrides}))
-        app.add_url_rule("/register", "register", answer, methods=["POST"])
+        app.add_url_rule("/register", "register", self.answer, methods=["POST"])
         app.add_url_rule("/moved", "moved", lambda: redirect(request.args["to"], 302))
+
+    def answer(self):
+        self.registered.append(request.get_json())
+        return jsonify({"client_id": self.client_id, LTI_TOOL: {"deployment_id": "d-1"}})
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +76,7 @@ def fresh(setup):
     platform.requests.clear()
     elsewhere.requests.clear()
     platform.overrides, platform.client_id = {}, f"client-{uuid.uuid4().hex[:8]}"
+    platform.registered.clear()
     return setup
 
 
@@ -152,3 +158,50 @@ def test_the_configuration_must_come_from_and_stay_on_the_issuers_origin(fresh, 
     assert response.status_code == 502 and "Registration failed" in response.text
     assert elsewhere.requests == [] and "POST /register" not in platform.requests
     assert len(platforms(tool)) == before
+
+
+def test_the_tool_names_itself_as_its_operator_set_it(fresh, tmp_path):
+    """An LMS lists the tool by the name in its registration (Moodle: "Manage tools"): one deployment serves
+    every assignment, so it is TOOL_NAME, neutral by default, never the built-in assignment's title."""
+    default, platform, _ = fresh
+    named = ToolProcess(tmp_path / "named", TOOL_NAME="Physics notebooks").start("--no-worker")
+    try:
+        for tool, name in ((default, "Notebook grader"), (named, "Physics notebooks")):
+            assert open_registration(invite(tool), f"{platform.url}/config").status_code == 200
+            body = platform.registered[-1]
+            labels = [m["label"] for m in body[LTI_TOOL]["messages"] if "label" in m]
+            assert (body["client_name"], labels) == (name, [name])
+            canvas = requests.get(f"{tool.url}/lti/canvas.json", timeout=10).json()
+            assert canvas["title"] == name and canvas["description"] == body[LTI_TOOL]["description"]
+            assert "decode" not in (canvas["description"] + name).lower()
+    finally:
+        named.stop()
+
+
+def without_operator_line(html: str) -> str:
+    """The page as the LMS administrator reads it, without the line for the tool's operator."""
+    html, found = re.subn(r'<p class="meta" id="registration-operator">.*?</p>', "", html, flags=re.S)
+    assert found == 1, html
+    return html
+
+
+def test_a_registration_that_did_not_happen_says_what_next_with_a_close_button(fresh):
+    """Moodle shows the page in a dialog with only Cancel: it says, in an LMS administrator's words, what
+    happened and what to do next, and offers Close (app.js posts the close message); the operator's command
+    and the error's detail stay in one line for the operator."""
+    tool, platform, elsewhere = fresh
+    url = invite(tool)
+    platform.overrides = {"issuer": elsewhere.url}
+    failed = open_registration(url, f"{platform.url}/config")
+    refused = open_registration(url, f"{platform.url}/config")  # used by the failed attempt
+    for response, heading, what in (
+        (failed, "Registration failed", "could not complete the registration with your LMS"),
+        (refused, "Registration refused", "was used already"),
+    ):
+        assert heading in response.text and what in response.text
+        read = without_operator_line(response.text)
+        assert "ask the tool's operator for a new registration URL" in read and "Manage tools" in read
+        assert '<p id="registration-close" hidden><button type="button">Close</button></p>' in read
+        assert "python -m" not in read and "invite" not in read and "issuer" not in read
+        assert "python -m lti_service platform invite" in response.text
+    assert "the LTI Dynamic Registration spec requires" in failed.text  # the detail, for the operator

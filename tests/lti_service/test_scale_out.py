@@ -8,12 +8,11 @@ import tempfile
 import uuid
 from pathlib import Path
 
-import nbformat
 import psycopg
 import pytest
 import redis
 
-from tests.lti_service.conftest import notebook_bytes, race_uploads, settings, start_lms
+from tests.lti_service.conftest import notebook_bytes, race_uploads, settings, slow_notebook, start_lms
 from tests.lti_service.tool import free_port, wait_for
 
 POSTGRES = "postgresql://postgres@127.0.0.1:5432"
@@ -97,10 +96,8 @@ def private_redis():
 
 def grading_a_slow_notebook(lms):
     """Ada's page once her notebook (which sleeps three seconds) is being graded."""
-    slow = nbformat.reads(notebook_bytes().decode(), as_version=4)
-    slow.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
     page = lms.open("student-ada", "decode-1")
-    page.upload(nbformat.writes(slow).encode())
+    page.upload(slow_notebook(3))
     assert wait_for(lambda: [a["status"] for a in page.attempts()] == ["grading"])
     return page
 
