@@ -75,9 +75,16 @@ def _too_large(_error):
     ), 413
 
 
+HTTP_HEADINGS = {400: "This request could not be used", 403: "This page is not available to you",
+                 404: "Page not found", 405: "This page does not take that request",
+                 429: "Too many requests at once"}  # fmt: skip
+"""headings in the reader's words; the status code's own name ("Forbidden") for the others"""
+
+
 def _http_error(error: HTTPException):
     """Other 4xx/5xx (an expired page, a staff page opened by a student...) in the tool's own page."""
-    return render_template("message.html", heading=error.name, message=error.description), error.code
+    heading = HTTP_HEADINGS.get(error.code or 0, error.name)
+    return render_template("message.html", heading=heading, message=error.description), error.code
 
 
 def _database_unavailable(error: OperationalError):

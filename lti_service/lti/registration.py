@@ -143,6 +143,12 @@ CANVAS_SERVICES = (
     "Canvas sends grades and rosters through your Canvas's own address: tell the tool with "
     "`python -m lti_service platform update {id} --service-origin https://<your canvas>`."
 )
+CANVAS_SERVICES_FOR_ADMIN = (
+    "One more step: Canvas sends grades and class lists through your Canvas's own address (for example "
+    "https://yourschool.instructure.com). Send that address to the tool's operator, who adds it to this "
+    "registration (platform {id}); until then, scores stay in the tool."
+)
+"""the same step, for the Canvas administrator reading the registration page (CANVAS_SERVICES: the operator's)"""
 
 
 def is_canvas(issuer: str, product: str) -> bool:

@@ -16,7 +16,7 @@ from ..lti.errors import LaunchError
 from ..lti.launch import CookiesBlocked, PlatformStorageCheck
 from ..lti.lineitems import ensure_column
 from ..lti.login import LOGIN_LIFETIME, LOGIN_PARAMS, Login
-from ..lti.registration import CANVAS_SERVICES, DESCRIPTION, RegistrationError, ToolUrls, is_canvas, register
+from ..lti.registration import CANVAS_SERVICES_FOR_ADMIN, DESCRIPTION, RegistrationError, ToolUrls, is_canvas, register
 from ..platforms import PlatformConflict, insert_platform
 from . import queue, services
 
@@ -245,7 +245,9 @@ def dynamic_registration(token: str):
         return _registration_failed(str(error), 409)
     services().platforms.invalidate()
     log.info("registered", extra={"event": "registered", "issuer": platform.issuer, "client_id": platform.client_id})
-    note = CANVAS_SERVICES.format(id=platform.id) if is_canvas(registered.issuer, registered.product) else None
+    note = (
+        CANVAS_SERVICES_FOR_ADMIN.format(id=platform.id) if is_canvas(registered.issuer, registered.product) else None
+    )
     return render_template(
         "registration.html", heading="Registration complete", platform=platform, note=note,
         tool_name=services().config.tool_name,

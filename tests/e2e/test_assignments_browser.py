@@ -85,6 +85,7 @@ def test_an_instructor_adds_links_and_updates_a_second_assignment(lms, page, scr
     frame.get_by_role("link", name="See what it changes and move this link to it").click()
     expect(frame.locator("#changes")).to_contain_text("total: 11 → 13 points")
     screenshot(page, "move-review")
+    assert_accessible(frame)
     frame.get_by_role("button", name="Regrade against version 2").click()
     frame = tool_frame(page)
     send = frame.get_by_role("button", name="Send the new scores and move the link to version 2")

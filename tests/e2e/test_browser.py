@@ -296,7 +296,7 @@ def test_refusal_and_error_pages_are_accessible(lms, page, screenshot):
     screenshot(page, "launch-refused")
     assert_accessible(page)
     page.goto(f"{lms.tool.url}/a/no-such-launch")
-    expect(page.locator("h1")).to_have_text("Not Found")
+    expect(page.locator("h1")).to_have_text("Page not found")
     expect(page.get_by_role("alert")).to_have_text("This page has expired or does not exist.")
     expect(page.locator("main")).to_contain_text("Open the assignment again from your course")
     screenshot(page, "expired-page")

@@ -16,7 +16,12 @@ from tests.e2e.helpers import course_launch, tool_frame, upload
 from tests.e2e.test_browser import GRADING_TIMEOUT_MS, TITLE
 from tests.lti_service.conftest import notebook_bytes, slow_notebook
 
-TOOL_ENV = {"PASSBACK_BACKOFF": "0.05", "PASSBACK_MAX_BACKOFF": "0.2", "WORKER_POLL": "0.25"}
+TOOL_ENV = {
+    "PASSBACK_BACKOFF": "0.05",
+    "PASSBACK_MAX_BACKOFF": "0.2",
+    "WORKER_POLL": "0.25",
+    "MAX_UPLOAD_BYTES": "400000",
+}
 
 
 def test_deep_linking_chooses_nothing_for_the_teacher(lms, page, screenshot):
@@ -122,3 +127,26 @@ def test_actions_with_nothing_to_do_and_saved_settings_say_so(lms, page, screens
     expect(frame.get_by_label("Gradebook score")).to_have_value("latest")
     screenshot(page, "nothing-to-do")
     check_instructor_dashboard_accessibility(frame)
+
+
+def test_pages_met_when_something_is_refused_say_what_to_do_and_are_accessible(lms, page, screenshot, tmp_path):
+    """The rest of the pages a student or teacher can meet: a notebook over the size limit, a staff page
+    opened by a student."""
+    lms.hook("resource-link", resource_link_id="states-refused", line_item=True)
+    page.goto(course_launch(lms, "student-grace", resource_link="states-refused"))
+    frame = tool_frame(page)
+    huge = tmp_path / "huge.ipynb"
+    huge.write_bytes(b" " * (2 * int(TOOL_ENV["MAX_UPLOAD_BYTES"])))
+    upload(frame, huge)
+    expect(frame.locator("h1")).to_have_text("That file is too large")
+    expect(frame.get_by_role("alert")).to_contain_text("Nothing was saved.")
+    screenshot(page, "too-large")
+    assert_accessible(frame)
+    page.goto(course_launch(lms, "student-grace", resource_link="states-refused"))
+    frame = tool_frame(page)
+    frame.goto(frame.url.split("#")[0] + "/staff/scores.csv")
+    expect(frame.get_by_role("alert")).to_have_text(
+        "This page is for the course's instructors and teaching assistants."
+    )
+    screenshot(page, "staff-only")
+    assert_accessible(frame)
