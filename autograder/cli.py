@@ -123,7 +123,8 @@ def _grade_all(
     """Grade the submissions, printing one JSON line each as it is ready; the exit status."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from .grader import grade_submission, manifest_of
+    from .box import manifest_of
+    from .grader import grade_submission
 
     out = sys.stdout  # kept: doctests may swap sys.stdout in other threads while results are printed
     progress = _Progress(len(args.submissions))

@@ -24,7 +24,7 @@ from .recent import Recent
 
 if TYPE_CHECKING:
     from .assignment import Assignment
-    from .grader import GradingBox
+    from .box import GradingBox
     from .options import Limits
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class WarmPool:
             self.preload = tuple(sorted(PRELOADABLE.intersection(m for m in modules if isinstance(m, str))))
 
     def _keep_filled(self) -> None:
-        from .grader import started_box  # grader imports this module
+        from .box import started_box  # imported when first used: `python -m autograder` starts sooner
 
         failures = 0
         while True:
@@ -117,7 +117,7 @@ class SpawnedEarly:
     grader meanwhile). The grading takes it (`take`) once it is ready."""
 
     def __init__(self, assignment: Assignment, limits: Limits) -> None:
-        from .grader import START_TIMEOUT, GradingBox
+        from .box import START_TIMEOUT, GradingBox
 
         self._box: GradingBox | None = GradingBox(assignment, limits, time.monotonic() + START_TIMEOUT)
 

@@ -13,12 +13,20 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import Iterator, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .inside.codec import sent_as_data
 
-if TYPE_CHECKING:
-    from .values import Values
+
+class Values(Protocol):
+    """What a reference asks of the codec that made it (values.Values, which imports this module)."""
+
+    generation: int
+
+    def request(self, op: str, **args: Any) -> Any: ...
+
+    def call(self, ref: StudentObject, args: list[Any], kwargs: dict[str, Any]) -> Any: ...
+
 
 READABLE_DUNDERS = {"__name__", "__qualname__", "__doc__", "__module__", "__wrapped__", "__self__", "__func__"}
 MAX_REPR = 100_000

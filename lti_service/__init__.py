@@ -10,13 +10,12 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from .config import Config
+from .config import MULTIPART_OVERHEAD, Config
 from .jobs import Queue, build_queue
 from .lti.errors import LaunchError
 from .services import Services
 
 log = logging.getLogger("lti_service")
-MULTIPART_OVERHEAD = 64 * 1024
 
 
 def create_app(config: Config | None = None, services: Services | None = None, queue: Queue | None = None) -> Flask:

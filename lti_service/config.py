@@ -10,6 +10,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+MULTIPART_OVERHEAD = 64 * 1024
+"""bytes an upload's request may carry beyond the file itself (the form's other fields and boundaries)"""
+
+
 def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from huey import Huey, RedisHuey, SqliteHuey
 from huey.api import TaskWrapper
 
-from . import batches, grading, passback
 from .assignments import builds, moves
 from .db import Attempt, Launch, Passback, PreviewGrade, WorkerHeartbeat, utcnow
+from .gradebook import passback
 from .lti.storage import DatabaseLaunchDataStorage
 from .services import Services
+from .submissions import batches, grading
 
 log = logging.getLogger("lti_service.jobs")
 DUE_BATCH = 50  # grades sent per poll round before the poll looks for lost attempts again

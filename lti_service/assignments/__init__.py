@@ -1,5 +1,6 @@
 """Assignments as data: many notebook assignments per deployment, each in versions, added by operators (CLI)
-or by a course's staff (in the browser), and the version each resource link is pinned to.
+or by a course's staff (in the browser). The version each resource link is pinned to is the link's
+(links/versions.py).
 
 - `summary.py`: what an autograder zip holds (questions, points, public and hidden tests) and how two
   versions differ;
@@ -7,7 +8,6 @@ or by a course's staff (in the browser), and the version each resource link is p
 - `building.py`: a master notebook or an autograder zip (with the student's files) made into checked files;
 - `catalog.py`: storing and finding assignments and their versions, scoped to every course or one;
 - `builds.py`: uploads from the browser, built by a background job with progress;
-- `links.py`: the version a link is pinned to (at its first launch) and what deep linking offers;
 - `moves.py`: moving a link to a newer version: every attempt graded again first, scores sent on confirmation;
 - `builtin.py`: Decode, seeded from the build's outputs;
 - `cli.py`: `python -m lti_service assignment add|list|show|update|remove`.

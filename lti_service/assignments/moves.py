@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from sqlalchemy import func, select, update
 
 from ..db import AssignmentLink, AssignmentVersion, Attempt, LinkMove, PreviewGrade, utcnow
-from ..grading import claim, grade_notebook, lease_renewed, set_aside
-from ..link_settings import load
-from ..passback import counting_attempt, record_grade
+from ..gradebook.passback import counting_attempt, record_grade
+from ..links.settings import load
+from ..links.versions import pinned
 from ..services import Services
+from ..submissions.grading import claim, grade_notebook, lease_renewed, set_aside
 from . import catalog
-from .links import pinned
 
 OUTCOME = ("status", "score", "max_score", "result", "feedback", "error")
 FINISHED = ("graded", "failed")

@@ -7,11 +7,14 @@ storage.py (launch state kept server-side), deep_linking.py (complete content it
 
 What real platforms and browsers need, each in one place too: login.py and cookies.py (the OIDC login
 where third-party cookies are blocked: partitioned cookies, platform storage, a new window; single-use
-hints), roles.py (every role form, Moodle's short names included), lineitems.py (the gradebook column of
-a link added without deep linking, and what the platform's AGS grant allows), canvas.py (hosted Canvas's
-endpoints), quirks.py (what Canvas and Moodle do with a score: the refusals they answer, Canvas's
-submission time).
+hints), roles.py (every role form, Moodle's short names included), lineitems.py (what the platform's
+AGS grant allows for a link's scores), canvas.py (hosted Canvas's endpoints), quirks.py (what Canvas and
+Moodle do with a score: the refusals they answer, Canvas's submission time).
 
 The services a launch grants: ags.py (Assignment and Grade Services: tokens, line items, scores) and
 nrps.py (the course roster); outbound.py sends every request to a platform.
+
+This package speaks only LTI: it imports nothing of the tool's domain (links, submissions, gradebook,
+assignments), only the database tables and keys beneath it; what it needs of the rest it takes as arguments
+or small interfaces (tool_conf.Platforms, launch.LaunchServices). tests/test_layout.py keeps it so.
 """

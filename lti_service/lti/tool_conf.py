@@ -6,12 +6,19 @@ the keys of keys.py.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from pylti1p3.deployment import Deployment
 from pylti1p3.registration import Registration
 from pylti1p3.tool_config.abstract import ToolConfAbstract
 
 from ..db import Platform
-from ..platforms import PlatformDirectory
+
+
+class Platforms(Protocol):
+    """The registered platforms, as this configuration reads them (platforms.PlatformDirectory)."""
+
+    def find(self, issuer: str, client_id: str | None, deployment_id: str | None = None) -> Platform | None: ...
 
 
 class DatabaseToolConf(ToolConfAbstract):
@@ -21,7 +28,7 @@ class DatabaseToolConf(ToolConfAbstract):
     configuration object could break another's); each instance here gets its own.
     """
 
-    def __init__(self, platforms: PlatformDirectory) -> None:
+    def __init__(self, platforms: Platforms) -> None:
         super().__init__()
         self.issuers_relation_types = {}
         self.platforms = platforms

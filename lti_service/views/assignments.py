@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, jsonify, redirect, render_template, request, url_for
 
-from .. import MULTIPART_OVERHEAD
 from ..assignments import builds, catalog
 from ..assignments.building import BuildError, listed_files, master_config, match_uploads, notebook_filename
 from ..assignments.summary import differences, questions_of
+from ..config import MULTIPART_OVERHEAD
 from ..db import AssignmentBuild, Launch
 from . import queue, services
-from .pages import adding_note, check_csrf, csrf_token, current_launch, may_add_assignments
+from .launches import adding_note, check_csrf, csrf_token, current_launch, may_add_assignments
 
 bp = Blueprint("assignments", __name__, url_prefix="/a/<launch_id>/assignments")
 

@@ -8,13 +8,13 @@ import secrets
 
 from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
 
-from ..assignments.links import pin
 from ..db import Launch, utcnow
+from ..links.columns import ensure_column
+from ..links.versions import pin
 from ..lti import invites, login_limits
 from ..lti.cookies import set_state_cookie, state_cookie
 from ..lti.errors import LaunchError
 from ..lti.launch import CookiesBlocked, PlatformStorageCheck
-from ..lti.lineitems import ensure_column
 from ..lti.login import LOGIN_LIFETIME, LOGIN_PARAMS, Login
 from ..lti.registration import CANVAS_SERVICES_FOR_ADMIN, DESCRIPTION, RegistrationError, ToolUrls, is_canvas, register
 from ..platforms import PlatformConflict, insert_platform

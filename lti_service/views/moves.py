@@ -7,12 +7,13 @@ from __future__ import annotations
 from flask import Blueprint, abort, redirect, render_template, url_for
 from sqlalchemy import func, select
 
-from ..assignments import catalog, links, moves
+from ..assignments import catalog, moves
 from ..assignments.summary import differences, questions_of
 from ..db import Attempt, Launch, LinkMove
-from ..link_settings import link_key
+from ..links import versions
+from ..links.settings import link_key
 from . import queue, services
-from .pages import check_csrf, csrf_token
+from .launches import check_csrf, csrf_token
 from .staff import staff_launch
 
 bp = Blueprint("moves", __name__, url_prefix="/a/<launch_id>/staff/versions")
@@ -22,7 +23,7 @@ bp = Blueprint("moves", __name__, url_prefix="/a/<launch_id>/staff/versions")
 def review(launch_id: str, version_id: int):
     """What moving to this version would change, and the button that starts the regrade."""
     launch = staff_launch(launch_id)
-    current = links.version_for(services(), launch)
+    current = versions.version_for(services(), launch)
     target = catalog.version(services().db, version_id)
     if target is None or target.assignment_id != current.assignment_id or target.id == current.id:
         abort(404)

@@ -3,26 +3,26 @@ to that launch's platform, context, resource link and user."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 
-from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
+from flask import Blueprint, abort, redirect, render_template, request, url_for
 from sqlalchemy import select
 
 from autograder import InvalidSubmission, check_submission
 
-from ..assignments import catalog, links
-from ..db import Attempt, Launch, Passback, Platform, utcnow
-from ..grading import SubmissionRefused, create_attempt
-from ..link_settings import SubmissionRules, rules_for
+from ..assignments import catalog
+from ..db import Attempt, Launch, Passback, Platform
+from ..gradebook.passback import counting_attempt, refusal
+from ..links import versions
+from ..links.columns import gradebook_problem
+from ..links.settings import SubmissionRules, rules_for
 from ..lti.deep_linking import presentation_target, resource_link_item, response_jwt
-from ..lti.lineitems import gradebook_problem
 from ..lti.quirks import TEACHER_FIXES
-from ..lti.roles import is_course_staff
-from ..passback import counting_attempt, refusal
+from ..submissions.grading import SubmissionRefused, create_attempt
 from . import queue, services
 from .downloads import NOTEBOOK_TYPE, file_download
+from .launches import adding_note, check_csrf, csrf_token, current_launch, is_staff, may_add_assignments
+from .staff import dashboard_page
 
 bp = Blueprint("pages", __name__, url_prefix="/a")
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
@@ -39,52 +39,11 @@ GRADEBOOK_WORDS = {
 UNSETTLED = ("sending", "retrying", "held")  # the page keeps watching an attempt while its grade travels
 
 
-def current_launch(launch_id: str) -> Launch:
-    with services().db.session() as session:
-        launch = session.get(Launch, launch_id)
-    if launch is None or launch.expires_at < utcnow():
-        abort(404, "This page has expired or does not exist.")
-    return launch
-
-
-def csrf_token(launch: Launch) -> str:
-    return hmac.new(current_app.config["SECRET_KEY"].encode(), launch.id.encode(), hashlib.sha256).hexdigest()
-
-
-def check_csrf(launch: Launch) -> None:
-    if not hmac.compare_digest(request.form.get("csrf_token", ""), csrf_token(launch)):
-        abort(400, "The form was not sent from this page (CSRF check failed). Reload the page and try again.")
-
-
-def is_staff(launch: Launch) -> bool:
-    """Course staff by their role in this course (see lti/roles.py)."""
-    return is_course_staff(launch.roles)
-
-
-ADDING_TURNED_OFF = (
-    "On this server, only the people who run the grading tool add assignments; courses choose among those. "
-    "To use an assignment of your own, send its master notebook to them (your school's LMS administrator "
-    "knows who they are)."
-)
-
-
-def may_add_assignments(launch: Launch) -> bool:
-    """Course staff of a course, where the operator lets course staff add assignments (COURSE_ASSIGNMENTS)."""
-    return services().config.course_assignments and is_staff(launch) and bool(launch.context_id)
-
-
-def adding_note(launch: Launch) -> str | None:
-    """What course staff are told where the operator keeps adding assignments to themselves."""
-    return ADDING_TURNED_OFF if is_staff(launch) and not services().config.course_assignments else None
-
-
 @bp.get("/<launch_id>")
 def assignment(launch_id: str):
     """Course staff get the dashboard of the link; everyone else the assignment."""
     launch = current_launch(launch_id)
     if is_staff(launch) and launch.message_type == "LtiResourceLinkRequest":
-        from .staff import dashboard_page  # staff imports this module
-
         return dashboard_page(launch)
     return assignment_page(launch, notice=_same_notice())
 
@@ -108,7 +67,7 @@ def _same_notice() -> str | None:
 
 def assignment_page(launch: Launch, error: str | None = None, notice: str | None = None) -> str:
     rules = rules_for(services(), launch)
-    version = links.version_for(services(), launch)
+    version = versions.version_for(services(), launch)
     return render_template(
         "assignment.html",
         launch=launch,
@@ -136,7 +95,7 @@ def upload(launch_id: str):
     if file is None or not file.filename:
         return _back_with_error(launch, "Choose your .ipynb notebook file first.")
     data = file.read(services().config.max_upload_bytes + 1)
-    version = links.version_for(services(), launch)
+    version = versions.version_for(services(), launch)
     try:
         check_submission(catalog.zip_path(services(), version), data, services().config.max_upload_bytes)
     except InvalidSubmission as error:
@@ -244,7 +203,7 @@ def _gradebook_words(state: str, counting_number: int | None, policy: str) -> st
 @bp.get("/<launch_id>/notebook")
 def notebook(launch_id: str):
     """What students download: the notebook of the link's version (with the files it reads, as a zip)."""
-    version = links.version_for(services(), current_launch(launch_id))
+    version = versions.version_for(services(), current_launch(launch_id))
     kind = "application/zip" if version.handout_name.endswith(".zip") else NOTEBOOK_TYPE
     return file_download(catalog.handout(services().db, version.id), version.handout_name, kind)
 
@@ -265,7 +224,7 @@ def deep_link(launch_id: str):
 
 def deep_link_page(launch: Launch, error: str | None = None) -> str:
     return render_template(
-        "deep_link.html", launch=launch, offered=links.offered(services().db, launch), csrf_token=csrf_token(launch),
+        "deep_link.html", launch=launch, offered=versions.offered(services().db, launch), csrf_token=csrf_token(launch),
         may_add=may_add_assignments(launch), adding_note=adding_note(launch), error=error,
     )  # fmt: skip
 
@@ -275,7 +234,7 @@ def deep_link_choose(launch_id: str):
     """Send the chosen assignment back to the platform: a link pinned to its version, with its own column."""
     launch = deep_linking_launch(launch_id)
     check_csrf(launch)
-    chosen = links.chosen(services().db, launch, request.form.get("assignment", ""))
+    chosen = versions.chosen(services().db, launch, request.form.get("assignment", ""))
     if chosen is None:
         return deep_link_page(launch, "Choose the assignment to add, then select “Add to the course”."), 400
     assignment, version = chosen
@@ -287,7 +246,7 @@ def deep_link_choose(launch_id: str):
         version.points,
         assignment.name,
         presentation_target(launch.claims),
-        custom={links.CUSTOM_PARAMETER: str(version.id)},
+        custom={versions.CUSTOM_PARAMETER: str(version.id)},
     )
     token = response_jwt(launch.claims, client_id, [item], services().keys.signing_key())
     return_url = launch.claims[DL + "deep_linking_settings"]["deep_link_return_url"]

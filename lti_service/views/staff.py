@@ -5,14 +5,15 @@ from __future__ import annotations
 from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
 from sqlalchemy import select
 
-from .. import batches, dashboard
-from ..assignments import links, moves
+from ..assignments import moves
 from ..db import Attempt, Launch, Passback
-from ..link_settings import link_key, load, save
-from ..lti.lineitems import gradebook_problem
+from ..links import dashboard, versions
+from ..links.columns import gradebook_problem
+from ..links.settings import link_key, load, save
+from ..submissions import batches
 from . import charts, queue, services
 from .downloads import NOTEBOOK_TYPE, csv_download, file_download
-from .pages import adding_note, check_csrf, csrf_token, current_launch, is_staff, may_add_assignments
+from .launches import adding_note, check_csrf, csrf_token, current_launch, is_staff, may_add_assignments
 
 bp = Blueprint("staff", __name__, url_prefix="/a/<launch_id>/staff")
 
@@ -27,7 +28,7 @@ def staff_launch(launch_id: str) -> Launch:
 
 def dashboard_page(launch: Launch, message: str | None = None) -> str:
     board = dashboard.build(services(), launch)
-    version = links.version_for(services(), launch)
+    version = versions.version_for(services(), launch)
     jobs = [batches.progress(job) for job in batches.recent(services(), link_key(launch))]
     return render_template(
         "dashboard.html",
@@ -159,7 +160,7 @@ def attempt_detail(launch_id: str, attempt_id: int):
         passback = session.scalars(select(Passback).filter_by(**link_key(launch), user_id=attempt.user_id)).first()
     return render_template("attempt_detail.html", launch=launch, attempt=attempt,
                            gradebook=dashboard.gradebook_text(passback) if passback else None,
-                           title=links.version_for(services(), launch).title)  # fmt: skip
+                           title=versions.version_for(services(), launch).title)  # fmt: skip
 
 
 @bp.get("/attempts/<int:attempt_id>/notebook")

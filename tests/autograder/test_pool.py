@@ -79,7 +79,7 @@ def test_while_sandboxes_cannot_start_the_pool_tries_less_and_less_often_and_say
     """A machine without bubblewrap (or out of sandbox uids): one warning, waits that grow, a prompt close."""
     import threading
 
-    from autograder import grader
+    from autograder import box
     from autograder.sandbox import SandboxUnavailable
 
     tries: list[float] = []
@@ -90,7 +90,7 @@ def test_while_sandboxes_cannot_start_the_pool_tries_less_and_less_often_and_say
         tried.release()
         raise SandboxUnavailable("bubblewrap not found")
 
-    monkeypatch.setattr(grader, "started_box", cannot_start)
+    monkeypatch.setattr(box, "started_box", cannot_start)
     pool = WarmPool(load_assignment(toy.zip), Limits(), size=1)
     try:
         for _ in range(3):

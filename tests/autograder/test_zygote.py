@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from autograder import GradeOptions, grade_submission
-from autograder.grader import _sandbox_zygote
+from autograder.box import _sandbox_zygote
 from autograder.inside.control import ControlError
 from autograder.options import Limits
 from autograder.pool import close_all

@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from lti_dev_platform.client import deep_link, launch
-from lti_service.views.pages import ADDING_TURNED_OFF
+from lti_service.views.launches import ADDING_TURNED_OFF
 from tests.lti_service import gradebook
 from tests.lti_service.conftest import Lms, StudentPage, choose, notebook_bytes, start_lms
 from tests.lti_service.gradebook import STUDENTS, TITLE

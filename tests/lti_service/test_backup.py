@@ -8,10 +8,10 @@ import threading
 
 from lti_service.config import Config
 from lti_service.db import Attempt, Launch
-from lti_service.grading import create_attempt
 from lti_service.keys import KeyStore
 from lti_service.platforms import add_platform
 from lti_service.services import Services
+from lti_service.submissions.grading import create_attempt
 
 
 def cli(data_dir, *args: str) -> subprocess.CompletedProcess:

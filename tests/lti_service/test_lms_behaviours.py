@@ -126,12 +126,12 @@ def test_scores_wait_for_a_column_the_platform_failed_to_create(tmp_path, built_
     from lti_service import create_app
     from lti_service.config import Config
     from lti_service.db import Attempt, Launch
-    from lti_service.grading import create_attempt
+    from lti_service.gradebook.passback import send
     from lti_service.lti import lineitems
     from lti_service.lti.ags import LINEITEM_SCOPE, SCORE_SCOPE
-    from lti_service.passback import send
     from lti_service.platforms import add_platform
     from lti_service.services import Services
+    from lti_service.submissions.grading import create_attempt
 
     monkeypatch.setattr(lineitems, "CLAIM", dt.timedelta(0))  # a later launch may try again at once
     services = Services.from_config(Config(data_dir=tmp_path, http_timeout=0.5))

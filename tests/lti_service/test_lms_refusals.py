@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from lti_service import passback
 from lti_service.config import Config
 from lti_service.db import Passback, utcnow
+from lti_service.gradebook import passback
 from lti_service.lti.quirks import BODY_READ, REASON, Refusal, recorded_refusal, score_refusal
 from lti_service.platforms import add_platform
 from lti_service.services import Services

@@ -9,13 +9,14 @@ from dataclasses import replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from lti_service import create_app, dashboard
+from lti_service import create_app
 from lti_service.config import Config
 from lti_service.db import Attempt, Database, Launch, utcnow
-from lti_service.grading import create_attempt
 from lti_service.jobs import DatabasePoll, grade_and_send
+from lti_service.links import dashboard
 from lti_service.platforms import add_platform
 from lti_service.services import Services
+from lti_service.submissions.grading import create_attempt
 from tests.lti_service.conftest import notebook_bytes
 
 TOKEN = "scrape-token-for-tests"

@@ -20,15 +20,16 @@ from huey import SqliteHuey
 from sqlalchemy import select, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from lti_service import batches, grading, jobs
+from lti_service import jobs
 from lti_service.config import Config
 from lti_service.db import Attempt, Launch, Passback
-from lti_service.grading import MAX_CLAIMS, SubmissionRefused, claim, create_attempt
 from lti_service.jobs import DatabasePoll, build_queue
 from lti_service.lti.ags import SCORE_SCOPE
 from lti_service.migrate import alembic_config, upgrade
 from lti_service.platforms import add_platform
 from lti_service.services import Services
+from lti_service.submissions import batches, grading
+from lti_service.submissions.grading import MAX_CLAIMS, SubmissionRefused, claim, create_attempt
 from tests.autograder.host import sandbox_processes_under
 from tests.lti_service.classroom import Classroom
 from tests.lti_service.conftest import Lms, StudentPage, notebook_bytes, slow_notebook, start_lms

@@ -10,9 +10,9 @@ from sqlalchemy import func, select
 
 from lti_service.config import Config
 from lti_service.db import Attempt, Launch, Passback
+from lti_service.gradebook.passback import score_to_send
 from lti_service.lti.ags import scores_url
 from lti_service.lti.tool_conf import DatabaseToolConf
-from lti_service.passback import score_to_send
 from lti_service.platforms import add_platform
 from lti_service.services import Services
 
@@ -92,7 +92,7 @@ def test_roles_are_read_in_every_form_lti_allows(roles, staff, learner):
     """Launches (is_staff) and rosters (is_learner) read roles in one place; an institution role gives no
     course role."""
     from lti_service.lti.nrps import is_learner
-    from lti_service.views.pages import is_staff
+    from lti_service.views.launches import is_staff
 
     assert is_staff(Launch(roles=roles)) is staff
     assert is_learner({"user_id": "u", "roles": roles}) is learner

@@ -25,12 +25,13 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from autograder import GradeOptions, SandboxUnavailable, grade_submission
 
-from . import passback
-from .assignments import catalog, links
-from .db import Attempt, PreviewGrade, utcnow
-from .link_settings import SubmissionRules, due_at, link_key, load
-from .lti.lineitems import link_lineitem
-from .services import Services
+from ..assignments import catalog
+from ..db import Attempt, PreviewGrade, utcnow
+from ..gradebook import passback
+from ..links import versions
+from ..links.columns import link_lineitem
+from ..links.settings import SubmissionRules, due_at, link_key, load
+from ..services import Services
 
 UPLOAD_RACE_RETRIES = 20  # each round stores at least one of the racing uploads
 MAX_CLAIMS = 3  # times workers take one attempt before it is set aside (its grading stops its worker)
@@ -68,7 +69,7 @@ def _store_attempt(services: Services, launch, filename: str, data: bytes) -> tu
     key = dict(link_key(launch), user_id=launch.user_id)
     settings = load(services, link_key(launch))
     lineitem_url = link_lineitem(services, launch)
-    version = links.pin(services, launch)
+    version = versions.pin(services, launch)
     with services.db.session() as session:
         existing = session.scalars(select(Attempt).filter_by(**key, sha256=digest)).first()
         if existing is not None:
@@ -206,7 +207,7 @@ def grade_attempt(services: Services, attempt_id: int) -> Finished | None:
     with services.db.session() as session:
         attempt = session.get(Attempt, attempt_id)
         data = attempt.notebook
-    version = links.pinned(services.db, link_key(attempt))
+    version = versions.pinned(services.db, link_key(attempt))
     zip_path = catalog.zip_path(services, version)
     with lease_renewed(services, attempt_id, lease_id):
         outcome = grade_notebook(services, zip_path, data, attempt.filename)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import func, select
 
-from .db import Attempt, LinkSettings, utcnow
-from .services import Services
+from ..db import Attempt, LinkSettings, utcnow
+from ..services import Services
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 

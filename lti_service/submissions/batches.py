@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
-from .db import Attempt, BatchJob, Passback, utcnow
-from .services import Services
+from ..db import Attempt, BatchJob, Passback, utcnow
+from ..services import Services
 
 # What each kind of batch does to the rows it takes: which rows, and how they are reset to be done again.
 KINDS = {

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from . import link_settings
-from .db import Attempt, Passback, Platform, utcnow
-from .lti.ags import AgsError
-from .lti.quirks import REASON, TEACHER_FIXES, Refusal, recorded_refusal, submission_time
-from .services import Services
+from ..db import Attempt, Passback, Platform, utcnow
+from ..links import settings
+from ..lti.ags import AgsError
+from ..lti.quirks import REASON, TEACHER_FIXES, Refusal, recorded_refusal, submission_time
+from ..services import Services
 
 log = logging.getLogger("lti_service.passback")
 SEND_CALLS = 3  # a send makes at most three calls (token, line item, score), each within HTTP_TIMEOUT
@@ -76,7 +76,7 @@ def score_to_send(services: Services, row: Passback) -> Attempt | None:
                 Attempt.status == "graded",
             )
         ).all()
-    return counting_attempt(list(graded), link_settings.load(services, _link(row)).score_policy)
+    return counting_attempt(list(graded), settings.load(services, _link(row)).score_policy)
 
 
 def _link(row: Passback) -> dict:
@@ -125,7 +125,7 @@ def send(services: Services, passback_id: int) -> str | None:
 
 def _score_body(services: Services, row: Passback, attempt: Attempt, maximum: float, timestamp: dt.datetime) -> dict:
     fraction = attempt.final_score / attempt.max_score if attempt.max_score else 0.0
-    policy = link_settings.load(services, _link(row)).score_policy
+    policy = settings.load(services, _link(row)).score_policy
     late = f", {attempt.late_penalty:g}% late penalty" if attempt.late_penalty else ""
     return {
         "userId": row.user_id,

@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
-from .assignments import links
-from .db import Attempt, Passback, Platform, utcnow
-from .link_settings import link_key, load
-from .lti import nrps
-from .lti.ags import AgsError
-from .lti.quirks import TEACHER_FIXES, Refusal
-from .passback import Waiting, counting_attempt, refusal, waiting
-from .services import Services
+from ..db import Attempt, Passback, Platform, utcnow
+from ..gradebook.passback import Waiting, counting_attempt, refusal, waiting
+from ..lti import nrps
+from ..lti.ags import AgsError
+from ..lti.quirks import TEACHER_FIXES, Refusal
+from ..services import Services
+from . import versions
+from .settings import link_key, load
 
 log = logging.getLogger("lti_service.dashboard")
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
@@ -144,7 +144,7 @@ def build(services: Services, launch) -> Dashboard:
     rows.sort(key=lambda r: (r.submitted, r.name.lower()))
     counted = [counting_attempt(user_attempts, policy) for user_attempts in by_user.values()]
     counted = [a for a in counted if a is not None]
-    max_score = next((a.max_score for a in counted), None) or links.version_for(services, launch).points
+    max_score = next((a.max_score for a in counted), None) or versions.version_for(services, launch).points
     board = Dashboard(rows, roster_error, max_score, _question_rates(counted), waiting(services, key))
     board.slow = slow_grading(attempts, utcnow())
     board.refused = refused_grades(passbacks, names)
