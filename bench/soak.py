@@ -98,15 +98,20 @@ def run_scenario(name: str, lms: Lms, inject: Callable[[], None] | None = None, 
             inject()
             fault_ended = time.time()
         uploads.join()
-        try:
-            wait_for(room.all_scores_in, timeout=SETTLE, interval=POLL)
-        except AssertionError:
-            pass  # counted as lost
-        tally = room.tally(lms.tool.env)
+        tally = settled(room, lms)
     finally:
         stop(lms)
     recovery = None if fault_ended is None or tally.last_score_at is None else tally.last_score_at - fault_ended
     return Row(name, tally, recovery, **limits)
+
+
+def settled(room: Classroom, lms: Lms) -> Tally:
+    """What the gradebook holds once every score is in, or SETTLE seconds have passed (the rest is lost)."""
+    try:
+        wait_for(room.all_scores_in, timeout=SETTLE, interval=POLL)
+    except AssertionError:
+        pass  # counted as lost
+    return room.tally(lms.tool.env)
 
 
 def stop(lms: Lms) -> None:
@@ -200,11 +205,7 @@ def _class_beside(workdir: Path, flood: int) -> tuple[Tally, float | None, int]:
             notebooks = [notebook_bytes() + b" " * i for i in range(flood)]  # each a new notebook
             threading.Thread(target=lambda: [flooder.upload(n) for n in notebooks], daemon=True).start()
         room.upload()
-        try:
-            wait_for(room.all_scores_in, timeout=SETTLE, interval=POLL)
-        except AssertionError:
-            pass  # counted as lost
-        tally = room.tally(lms.tool.env)
+        tally = settled(room, lms)
         waits = [graded - saved for saved, graded in room.attempt_times(lms.tool.env).values() if saved and graded]
         accepted = len(flooder.attempts()) if flooder else 0
     finally:

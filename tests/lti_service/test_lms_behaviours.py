@@ -127,13 +127,14 @@ def test_scores_wait_for_a_column_the_platform_failed_to_create(tmp_path, built_
     from lti_service.config import Config
     from lti_service.db import Attempt, Launch
     from lti_service.gradebook.passback import send
-    from lti_service.lti import lineitems
+    from lti_service.links import columns
     from lti_service.lti.ags import LINEITEM_SCOPE, SCORE_SCOPE
+    from lti_service.lti.lineitems import AGS_CLAIM
     from lti_service.platforms import add_platform
     from lti_service.services import Services
     from lti_service.submissions.grading import create_attempt
 
-    monkeypatch.setattr(lineitems, "CLAIM", dt.timedelta(0))  # a later launch may try again at once
+    monkeypatch.setattr(columns, "CLAIM", dt.timedelta(0))  # a later launch may try again at once
     services = Services.from_config(Config(data_dir=tmp_path, http_timeout=0.5))
     with ServerThread(create_app(services=services), "127.0.0.1") as tool:  # serves the JWKS the platform checks
         with start_platform(tool.url, test_hooks=True) as platform:
@@ -142,11 +143,11 @@ def test_scores_wait_for_a_column_the_platform_failed_to_create(tmp_path, built_
             ags = {"scope": [LINEITEM_SCOPE, SCORE_SCOPE], "lineitems": f"{platform.url}/ags/late/lineitems?type_id=1"}
             launch = Launch(id="l", platform_id=registered.id, context_id="late", resource_link_id="plain-late",
                             user_id="student-ada", message_type="LtiResourceLinkRequest",
-                            claims={lineitems.AGS_CLAIM: ags})  # fmt: skip
+                            claims={AGS_CLAIM: ags})  # fmt: skip
             requests.post(f"{platform.url}/_test/config", json={"lineitems_delay": 2}, timeout=10)
-            assert lineitems.ensure_column(services, launch) == []  # timed out
-            assert "could not be created yet" in lineitems.gradebook_problem(services, launch)
-            assert "last try: " in lineitems.gradebook_problem(services, launch, for_staff=True)
+            assert columns.ensure_column(services, launch) == []  # timed out
+            assert "could not be created yet" in columns.gradebook_problem(services, launch)
+            assert "last try: " in columns.gradebook_problem(services, launch, for_staff=True)
             attempt, _ = create_attempt(services, launch, "decode.ipynb", notebook_bytes())
             with services.db.session() as session:
                 row = session.get(Attempt, attempt.id)
@@ -154,8 +155,8 @@ def test_scores_wait_for_a_column_the_platform_failed_to_create(tmp_path, built_
                 row.status, row.score, row.max_score = "graded", 12.0, 16.0
 
             requests.post(f"{platform.url}/_test/config", json={"lineitems_delay": 0}, timeout=10)
-            (passback_id,) = lineitems.ensure_column(services, launch)
-            assert lineitems.gradebook_problem(services, launch) is None
+            (passback_id,) = columns.ensure_column(services, launch)
+            assert columns.gradebook_problem(services, launch) is None
             send(services, passback_id)
             state = requests.get(f"{platform.url}/_test/state", timeout=10).json()
     (column,) = [i for i in state["line_items"] if i["context_id"] == "late"]

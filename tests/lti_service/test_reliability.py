@@ -520,3 +520,25 @@ def test_uploads_are_graded_after_the_embedded_queue_file_is_deleted(tmp_path, b
     finally:
         lms.tool.stop()
         lms.platform.stop()
+
+
+def test_uploads_are_graded_while_the_embedded_queue_file_is_locked(tmp_path, built_assignment):
+    """Another process holds the embedded queue's file locked (a backup tool, a stuck writer): an upload is
+    still saved and answered (queueing gives up after its timeout), and the workers' poll grades it."""
+    lms = start_lms(tmp_path, **FAST_CLOCK)
+    try:
+        page = lms.open("student-ada", "decode-1")
+        page.upload(notebook_bytes())
+        page.wait_graded(1)
+        locker = sqlite3.connect(Path(lms.tool.env["DATA_DIR"]) / "queue.db", isolation_level=None)
+        locker.execute("BEGIN EXCLUSIVE")
+        try:
+            other = lms.open("student-grace", "decode-1")
+            assert other.upload(notebook_bytes()).status_code == 200
+            assert other.wait_graded(1)[0]["score"] == 16.0
+        finally:
+            locker.execute("ROLLBACK")
+            locker.close()
+    finally:
+        lms.tool.stop()
+        lms.platform.stop()
