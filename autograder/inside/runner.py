@@ -29,7 +29,7 @@ import types
 
 from . import codec as codec_module
 from . import wire
-from .codec import MAX_ORIGINS, Blobs, Decoder, Encoder, is_shared, refresh
+from .codec import MAX_ORIGINS, Blobs, Decoder, Encoder, is_shared, refresh, sent_as_data
 from .startup import start
 
 _BUILTINS = {k: v for k, v in vars(builtins).items() if not k.startswith("__")}
@@ -248,8 +248,10 @@ class Channel:
         printed = _OUTPUT.take()
         try:
             self.send({**msg, **printed}, blobs)
-        except TooLarge:  # too much for one message as data: the value stays here (and no argument is sent back)
-            self.send({"re": rid, "ok": self.codec.ref(value), **printed})
+        except TooLarge:  # too much for one message as data: no argument is sent back, and the value stays here
+            # as a reference; a value of a data type crosses as data or not at all (its methods are student code)
+            kept = self.codec.unsendable(value, codec_module.TooLarge()) if sent_as_data(type(value)) else self.codec.ref(value)
+            self.send({"re": rid, "ok": kept, **printed})
 
     def serve(self, until=None):
         """Handle requests until the reply to request `until` arrives (forever if None)."""

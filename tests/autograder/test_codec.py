@@ -299,3 +299,33 @@ def test_singletons_are_themselves_on_the_other_side():
 def test_an_unknown_constant_is_malformed():
     with pytest.raises(Malformed, match="unknown constant"):
         decoder().value({"$const": "__import__('os')"})
+
+
+@pytest.mark.parametrize(
+    ("value", "crosses_as"),
+    [
+        (pd.DataFrame({"name": [f"restaurant number {i:07d}" for i in range(300_000)]}), "$unsendable"),
+        (np.array([f"row {i:07d} of a long table" for i in range(300_000)], dtype=object), "$unsendable"),
+        ([f"row {i:07d} of a long list" for i in range(300_000)], "$unsendable"),
+    ],
+    ids=["DataFrame", "object array", "list"],
+)
+def test_data_too_large_for_one_message_never_crosses_as_a_reference(value, crosses_as):
+    """Over the message's JSON cap (strings go in the JSON), a value of a data type is not kept in the sandbox
+    behind a reference: its methods there are student code, and could answer a test's `df.shape` with a
+    lie. It crosses as {"$unsendable"}, which no test can use."""
+    import json
+    import os
+    import struct
+
+    from autograder.inside import runner
+
+    read, write = os.pipe()
+    try:
+        runner.Channel(read, write).reply(1, lambda: value)
+        json_length, _ = struct.unpack(">II", os.read(read, 8))
+        (node,) = [v for k, v in json.loads(os.read(read, json_length)).items() if k == "ok"]
+    finally:
+        os.close(read)
+        os.close(write)
+    assert crosses_as in node
