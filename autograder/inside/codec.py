@@ -18,7 +18,8 @@ type's own methods: its overrides are student code and never reach the grader. D
   {"$bytes": blob}, {"$complex": [re, im]}, {"$range": [start, stop, step]},
   {"$date"|"$datetime"|"$time": isoformat}, {"$timedelta": [days, seconds, microseconds]},
   {"$decimal": text}, {"$fraction": [numerator, denominator]},
-  {"$nd": {"dtype", "shape", "data": blob}} or {"$nd": {"dtype": "|O", "shape", "items": [...]}},
+  {"$nd": {"dtype", "shape", "data": blob}} or {"$nd": {"dtype": "|O", "shape", "items": [...]}}, or for
+  PACKED_TEXTS strings or more {"$nd": {"dtype": "|O", "shape", "texts": {"data": blob, "ends": blob}}},
   {"$npv": {"dtype", "data": blob}} (a numpy scalar),
   {"$index": ...}, {"$series": ...}, {"$frame": ...} (pandas objects),
   {"$unsendable": {"type", "reason"}}: a value of a data type that could not be sent as data;
@@ -335,13 +336,46 @@ def _encode_array(encoder, x, blobs, depth):
     if x.dtype.kind == "O":
         if x.size > MAX_ITEMS:
             raise TooLarge
-        items = [encoder.encode(v, blobs, depth) for v in x.ravel(order="C").tolist()]
+        values = x.ravel(order="C").tolist()
+        if len(values) >= PACKED_TEXTS and all(type(v) is str for v in values):
+            return {"$nd": {"dtype": "|O", "shape": list(x.shape), "texts": _pack_texts(values, blobs)}}
+        items = [encoder.encode(v, blobs, depth) for v in values]
         return {"$nd": {"dtype": "|O", "shape": list(x.shape), "items": items}}
     if not _is_dtype(x.dtype.str) or x.dtype.itemsize > MAX_ITEMSIZE:
         raise TooLarge
     numpy = sys.modules["numpy"]
     data = numpy.ascontiguousarray(x).reshape(-1).view(numpy.uint8)
     return {"$nd": {"dtype": x.dtype.str, "shape": list(x.shape), "data": blobs.add(data)}}
+
+
+PACKED_TEXTS = 1000
+"""strings in an object array (a column of names) from which they travel as raw UTF-8 bytes and their ends,
+not in the JSON: a table of a few hundred thousand names then fits a message (its raw bytes are capped at
+MAX_BLOBS, the JSON at 8 MB)"""
+
+
+def _pack_texts(values, blobs):
+    numpy = sys.modules["numpy"]
+    encoded = [v.encode("utf-8", "surrogatepass") for v in values]
+    ends = numpy.cumsum(numpy.fromiter(map(len, encoded), dtype="<i8", count=len(encoded)), dtype="<i8")
+    return {"data": blobs.add(b"".join(encoded)), "ends": blobs.add(ends)}
+
+
+def _unpack_texts(d, body, count):
+    """The strings of a packed object array: `ends` must rise from 0 to the data's length, one per element."""
+    numpy = _module("numpy")
+    data, raw_ends = bytes(d.bytes(_field(body, "data"))), d.bytes(_field(body, "ends"))
+    if len(raw_ends) != 8 * count:
+        raise Malformed("packed strings of the wrong count")
+    ends = numpy.frombuffer(raw_ends, dtype="<i8")
+    starts = numpy.concatenate([numpy.zeros(1, dtype="<i8"), ends[:-1]]) if count else ends
+    if count and (ends[-1] != len(data) or bool((ends < starts).any()) or starts[0] != 0):
+        raise Malformed("packed strings out of range")
+    d.items(count)
+    try:
+        return [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts.tolist(), ends.tolist())]
+    except UnicodeDecodeError:
+        raise Malformed("packed strings that are not text") from None
 
 
 def _empty_extent(shape):
@@ -678,10 +712,15 @@ def _decode_array(d, body, depth):
     if count == 0:
         d.items(_empty_extent(shape))
     if _field(body, "dtype") == "|O":
-        items = _list(_field(body, "items"))
-        if len(items) != count or count > MAX_ITEMS:
-            raise Malformed("object array of the wrong size")
+        if count > MAX_ITEMS:
+            raise Malformed("object array too large")
         array = numpy.empty(count, dtype=object)
+        if "texts" in body:
+            array[:] = _unpack_texts(d, _field(body, "texts"), count)
+            return array.reshape(shape)
+        items = _list(_field(body, "items"))
+        if len(items) != count:
+            raise Malformed("object array of the wrong size")
         for i, item in enumerate(items):
             array[i] = d.value(item, depth)
         return array.reshape(shape)

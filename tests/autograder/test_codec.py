@@ -301,31 +301,69 @@ def test_an_unknown_constant_is_malformed():
         decoder().value({"$const": "__import__('os')"})
 
 
+MIXED = [f"restaurant number {i:07d}" if i % 2 else i for i in range(600_000)]  # no packing: one JSON item each
+
+
 @pytest.mark.parametrize(
-    ("value", "crosses_as"),
+    "value",
     [
-        (pd.DataFrame({"name": [f"restaurant number {i:07d}" for i in range(300_000)]}), "$unsendable"),
-        (np.array([f"row {i:07d} of a long table" for i in range(300_000)], dtype=object), "$unsendable"),
-        ([f"row {i:07d} of a long list" for i in range(300_000)], "$unsendable"),
+        pd.DataFrame({"name": MIXED}),
+        np.array(MIXED, dtype=object),
+        [f"row {i:07d} of a long list" for i in range(300_000)],
     ],
     ids=["DataFrame", "object array", "list"],
 )
-def test_data_too_large_for_one_message_never_crosses_as_a_reference(value, crosses_as):
-    """Over the message's JSON cap (strings go in the JSON), a value of a data type is not kept in the sandbox
-    behind a reference: its methods there are student code, and could answer a test's `df.shape` with a
-    lie. It crosses as {"$unsendable"}, which no test can use."""
+def test_data_too_large_for_one_message_never_crosses_as_a_reference(value):
+    """Over the message's JSON cap, a value of a data type is not kept in the sandbox behind a reference:
+    its methods there are student code, and could answer a test's `df.shape` with a lie. It crosses as
+    {"$unsendable"}, which no test can use."""
     import json
     import os
     import struct
+    from concurrent.futures import ThreadPoolExecutor
 
     from autograder.inside import runner
 
     read, write = os.pipe()
-    try:
+    with ThreadPoolExecutor(1) as pool:  # read as it is written: a reply sent as data would fill the pipe
+        received = pool.submit(lambda: b"".join(iter(lambda: os.read(read, 1 << 20), b"")))
         runner.Channel(read, write).reply(1, lambda: value)
-        json_length, _ = struct.unpack(">II", os.read(read, 8))
-        (node,) = [v for k, v in json.loads(os.read(read, json_length)).items() if k == "ok"]
-    finally:
-        os.close(read)
         os.close(write)
-    assert crosses_as in node
+        message = received.result(timeout=60)
+    os.close(read)
+    json_length, _ = struct.unpack(">II", message[:8])
+    assert "$unsendable" in json.loads(message[8 : 8 + json_length])["ok"]
+
+
+def packed(ends: list[int], data: bytes, shape: list[int]) -> tuple[dict, bytes]:
+    raw_ends = np.array(ends, dtype="<i8").tobytes()
+    texts = {"data": {"$b": [0, len(data)]}, "ends": {"$b": [len(data), len(raw_ends)]}}
+    return {"$nd": {"dtype": "|O", "shape": shape, "texts": texts}}, data + raw_ends
+
+
+def test_a_long_column_of_names_travels_packed_and_comes_back_the_same():
+    names = np.array([f"name {i} é\ud800" for i in range(5_000)], dtype=object)
+    blobs = Blobs()
+    node = Encoder().encode(names, blobs)
+    assert "texts" in node["$nd"] and "items" not in node["$nd"]  # not one JSON string per name
+    blob = b"".join(bytes(part) for part in blobs.parts)
+    back = Decoder(blob, None, None).value(node)
+    assert back.dtype == object and back.tolist() == names.tolist()
+
+
+@pytest.mark.parametrize(
+    ("ends", "data", "shape"),
+    [
+        ([3, 2, 6], b"abcdef", [3]),
+        ([2, 4, 7], b"abcdef", [3]),
+        ([2, 4], b"abcdef", [3]),
+        ([2, 4, 6], b"ab\xffdef", [3]),
+        ([-2, 4, 6], b"abcdef", [3]),
+        ([0] * 3, b"", [10**7]),
+    ],
+    ids=["falling ends", "past the data", "too few ends", "not UTF-8", "negative", "more strings than allowed"],
+)
+def test_packed_strings_that_do_not_fit_are_refused(ends, data, shape):
+    node, blob = packed(ends, data, shape)
+    with pytest.raises(Malformed):
+        Decoder(blob, None, None, max_nodes=1_000_000).value(node)
