@@ -373,7 +373,8 @@ def _unpack_texts(d, body, count):
         raise Malformed("packed strings out of range")
     d.items(count)
     try:
-        return [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts.tolist(), ends.tolist())]
+        pairs = zip(starts.tolist(), ends.tolist(), strict=True)
+        return [data[a:b].decode("utf-8", "surrogatepass") for a, b in pairs]
     except UnicodeDecodeError:
         raise Malformed("packed strings that are not text") from None
 

@@ -250,7 +250,8 @@ class Channel:
             self.send({**msg, **printed}, blobs)
         except TooLarge:  # too much for one message as data: no argument is sent back, and the value stays here
             # as a reference; a value of a data type crosses as data or not at all (its methods are student code)
-            kept = self.codec.unsendable(value, codec_module.TooLarge()) if sent_as_data(type(value)) else self.codec.ref(value)
+            data = sent_as_data(type(value))
+            kept = self.codec.unsendable(value, codec_module.TooLarge()) if data else self.codec.ref(value)
             self.send({"re": rid, "ok": kept, **printed})
 
     def serve(self, until=None):
