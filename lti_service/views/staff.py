@@ -27,24 +27,18 @@ def staff_launch(launch_id: str) -> Launch:
 
 
 def dashboard_page(launch: Launch, message: str | None = None) -> str:
-    board = dashboard.build(services(), launch)
+    live = _live_context(launch)
     version = versions.version_for(services(), launch)
-    jobs = [batches.progress(job) for job in batches.recent(services(), link_key(launch))]
     return render_template(
         "dashboard.html",
-        launch=launch,
-        board_attempts=_attempts_by_user(launch),
-        live_pending=board.settling or not all(job["finished"] for job in jobs),
+        **live,
         title=version.title,
         version=version,
         newer=moves.newer(services(), version),
         move=moves.current(services(), link_key(launch)),
         may_add=may_add_assignments(launch),
         adding_note=adding_note(launch),
-        board=board,
-        **_charts(board),
         settings=load(services(), link_key(launch)),
-        jobs=jobs,
         retry_hours=services().config.passback_retry_for / 3600,
         slow_minutes=round(dashboard.SLOW_GRADING.total_seconds() / 60),
         csrf_token=csrf_token(launch),
@@ -53,9 +47,17 @@ def dashboard_page(launch: Launch, message: str | None = None) -> str:
     )
 
 
-def _charts(board: dashboard.Dashboard) -> dict[str, str]:
-    return {"histogram": charts.score_histogram(board.gradebook_scores, board.max_score),
-            "pass_rates": charts.pass_rates(board.question_rates)}  # fmt: skip
+def _live_context(launch: Launch) -> dict:
+    """What the parts of the dashboard that background work changes are rendered from (the whole page and
+    live.json), and whether that work is still under way (`live_pending`: the page keeps refreshing)."""
+    board = dashboard.build(services(), launch)
+    jobs = [batches.progress(job) for job in batches.recent(services(), link_key(launch))]
+    return {
+        "launch": launch, "board": board, "board_attempts": _attempts_by_user(launch), "jobs": jobs,
+        "histogram": charts.score_histogram(board.gradebook_scores, board.max_score),
+        "pass_rates": charts.pass_rates(board.question_rates),
+        "live_pending": board.settling or not all(job["finished"] for job in jobs),
+    }  # fmt: skip
 
 
 def _attempts_by_user(launch: Launch) -> dict[str, list[Attempt]]:
@@ -70,15 +72,12 @@ def live(launch_id: str):
     """The parts of the dashboard that background work changes (the roster, each student's attempts), for
     the page to refresh while gradings and grades are under way: after "Regrade all" the roster shows the
     new scores without a reload."""
-    launch = staff_launch(launch_id)
-    board = dashboard.build(services(), launch)
-    jobs = [batches.progress(job) for job in batches.recent(services(), link_key(launch))]
-    context = dict(launch=launch, board=board, board_attempts=_attempts_by_user(launch), **_charts(board))
+    context = _live_context(staff_launch(launch_id))
     return {
         "parts": {"roster-rows": render_template("dashboard_roster.html", **context),
                   "charts": render_template("dashboard_charts.html", **context),
                   "attempt-lists": render_template("dashboard_attempts.html", **context)},
-        "pending": board.settling or not all(job["finished"] for job in jobs),
+        "pending": context["live_pending"],
     }  # fmt: skip
 
 
