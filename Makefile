@@ -9,19 +9,25 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 AUTOGRADER_ZIP := dist/autograder/decode-autograder.zip
 
-.PHONY: run test assignment lint format system-deps bench soak bytecode
+.PHONY: run test assignment lite lint format system-deps bench soak bytecode
 
-run: $(INSTALLED) system-deps assignment bytecode
+run: $(INSTALLED) system-deps assignment lite bytecode
 	@mkdir -p var
 	@PY=$(PY) ./run-local.sh
 
-test: $(INSTALLED) system-deps assignment lint bytecode
+test: $(INSTALLED) system-deps assignment lite lint bytecode
 	$(PY) -m pytest
 
 assignment: $(AUTOGRADER_ZIP)
 
 $(AUTOGRADER_ZIP): $(INSTALLED) assignment/decode.ipynb assignment/build.py otter_config.json
 	$(PY) assignment/build.py
+
+# The JupyterLite site students open their notebook in (build/lite/site/): Pyodide, its wheels and Otter's,
+# each checked against a pinned hash (lite/pins.json). Fetches into build/lite-cache/ once; the script keeps a
+# stamp of its inputs, so when nothing changed it returns at once (phony: make cannot see those inputs).
+lite: $(INSTALLED)
+	$(PY) lite/build.py
 
 lint: $(INSTALLED)
 	$(PY) -m ruff check .
@@ -52,9 +58,10 @@ system-deps:
 
 # Speed, not part of `make test` (a few minutes): stock `otter run` against our grader side by side,
 # then the LTI tool's launch handling and upload-to-score latency.
-bench: $(INSTALLED) system-deps assignment bytecode
+bench: $(INSTALLED) system-deps assignment lite bytecode
 	PYTHONPATH=. $(PY) bench/bench_grader.py
 	PYTHONPATH=. $(PY) bench/bench_lti.py
+	PYTHONPATH=. $(PY) bench/bench_lite.py
 
 # Faults under load, not part of `make test` (about 30 minutes; SOAK_OUTAGE=60 shortens the LMS outages):
 # a class at a deadline, one fault per scenario, and a table of what the platform's gradebook received.

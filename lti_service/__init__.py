@@ -12,6 +12,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from .config import MULTIPART_OVERHEAD, Config
 from .jobs import Queue, build_queue
+from .lite import load_site
 from .lti.errors import LaunchError
 from .services import Services
 
@@ -29,12 +30,13 @@ def create_app(config: Config | None = None, services: Services | None = None, q
     )
     app.extensions["services"] = services
     app.extensions["queue"] = queue or build_queue(services)
+    app.extensions["lite"] = load_site(config.lite_site)
     if config.trust_proxy:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1, x_port=1, x_prefix=1)
 
-    from .views import assignments, health, lti, moves, pages, staff
+    from .views import assignments, health, lite, lti, moves, pages, staff
 
-    for blueprint in (lti.bp, pages.bp, staff.bp, assignments.bp, moves.bp, health.bp):
+    for blueprint in (lti.bp, pages.bp, staff.bp, assignments.bp, moves.bp, health.bp, lite.bp):
         app.register_blueprint(blueprint)
     app.add_template_filter(_number, "number")
     app.add_template_filter(_counted, "counted")
@@ -97,14 +99,16 @@ def _database_unavailable(error: OperationalError):
 
 
 def _security_headers(response):
-    """Frameable only by registered platforms; scripts only from this tool."""
+    """Frameable only by registered platforms; scripts only from this tool (unless a view set its own policy:
+    the notebook in the browser, views/lite.py)."""
     from flask import current_app
 
     origins = current_app.extensions["services"].platforms.frame_origins()
-    response.headers["Content-Security-Policy"] = (
+    response.headers.setdefault(
+        "Content-Security-Policy",
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
         "form-action *; base-uri 'none'; object-src 'none'; "
-        f"frame-ancestors 'self' {' '.join(origins)}".strip()
+        f"frame-ancestors 'self' {' '.join(origins)}".strip(),
     )
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"

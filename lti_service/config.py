@@ -93,6 +93,12 @@ class Config:
     """METRICS_TOKEN: the bearer token /metrics asks for (none: no /metrics)"""
     public_url: str = field(default_factory=lambda: _env("PUBLIC_URL", ""))
     """PUBLIC_URL: the tool's address as platforms and browsers see it (for `platform invite`)"""
+    lite_site: Path = field(default_factory=lambda: Path(_env("LITE_SITE", str(ROOT / "build/lite/site"))))
+    """LITE_SITE: the JupyterLite site `make lite` builds; where there is none, students download and upload
+    only (no "Open in the browser")"""
+    lite_pyodide_url: str = field(default_factory=lambda: _env("LITE_PYODIDE_URL", ""))
+    """LITE_PYODIDE_URL: Pyodide's folder on a CDN (https://cdn.jsdelivr.net/pyodide/v0.27.7/full/) for
+    browsers to load Pyodide and its packages from, instead of this tool; it must be the site's version"""
 
     def __post_init__(self) -> None:
         if self.score_policy not in ("best", "latest"):

@@ -55,6 +55,11 @@ function watchAttempts() {
   for (const live of document.querySelectorAll("[data-live-url]")) watchLive(live, live.dataset.liveUrl);
 }
 
+// The notebook in the browser (a window this page opened) says when it submitted: show the new attempt here.
+window.addEventListener("message", (event) => {
+  if (event.origin === location.origin && event.data === "grader:submitted") for (const wake of liveBoxes) wake();
+});
+
 // Long work (regrade, re-send, an assignment's build, a link's move): show progress until done; it survives a
 // reload. Where the finished page shows more (data-reload), load it again then.
 function watchJobs() {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import current_app
 
 from ..jobs import Queue
+from ..lite import Site
 from ..services import Services
 
 
@@ -14,3 +15,8 @@ def services() -> Services:
 
 def queue() -> Queue:
     return current_app.extensions["queue"]
+
+
+def site() -> Site | None:
+    """The JupyterLite site for the notebook in the browser (None where none was built)."""
+    return current_app.extensions["lite"]

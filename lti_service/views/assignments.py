@@ -14,7 +14,8 @@ from ..assignments.building import BuildError, listed_files, master_config, matc
 from ..assignments.summary import differences, questions_of
 from ..config import MULTIPART_OVERHEAD
 from ..db import AssignmentBuild, Launch
-from . import queue, services
+from ..lite import browser_fit
+from . import queue, services, site
 from .launches import adding_note, check_csrf, csrf_token, current_launch, may_add_assignments
 
 bp = Blueprint("assignments", __name__, url_prefix="/a/<launch_id>/assignments")
@@ -158,4 +159,11 @@ def _report(build: AssignmentBuild) -> dict | None:
     version = catalog.version(services().db, build.version_id)
     earlier = [v for v in catalog.versions(services().db, version.assignment_id) if v.number == version.number - 1]
     changes = differences(questions_of(earlier[0].questions), questions_of(version.questions)) if earlier else None
-    return {"assignment": catalog.assignment_of(services().db, version), "version": version, "changes": changes}
+    built = site()
+    browser = browser_fit(built, version.requirements) if built is not None else None
+    return {
+        "assignment": catalog.assignment_of(services().db, version),
+        "version": version,
+        "changes": changes,
+        "browser": browser,
+    }

@@ -16,10 +16,11 @@ from ..gradebook.passback import counting_attempt, refusal
 from ..links import versions
 from ..links.columns import gradebook_problem
 from ..links.settings import SubmissionRules, rules_for
+from ..lite import BrowserFit, browser_fit
 from ..lti.deep_linking import presentation_target, resource_link_item, response_jwt
 from ..lti.quirks import TEACHER_FIXES
 from ..submissions.grading import SubmissionRefused, create_attempt
-from . import queue, services
+from . import queue, services, site
 from .downloads import NOTEBOOK_TYPE, file_download
 from .launches import adding_note, check_csrf, csrf_token, current_launch, is_staff, may_add_assignments
 from .staff import dashboard_page
@@ -65,15 +66,25 @@ def _same_notice() -> str | None:
     )
 
 
+def offer(launch: Launch, requirements: str) -> BrowserFit | None:
+    """How the assignment runs in the browser for this launch, or None where the tool has no site to run it."""
+    built = site()
+    if built is None or launch.message_type != "LtiResourceLinkRequest":
+        return None
+    return browser_fit(built, requirements)
+
+
 def assignment_page(launch: Launch, error: str | None = None, notice: str | None = None) -> str:
     rules = rules_for(services(), launch)
     version = versions.version_for(services(), launch)
+    browser = offer(launch, version.requirements)
     return render_template(
         "assignment.html",
         launch=launch,
         title=version.title,
         points=version.points,
         handout_name=version.handout_name,
+        in_browser=browser is not None and browser.runs,
         rules=rules,
         attempts=attempt_rows(launch, rules),
         csrf_token=csrf_token(launch),
@@ -89,28 +100,43 @@ def assignment_page(launch: Launch, error: str | None = None, notice: str | None
 def upload(launch_id: str):
     launch = current_launch(launch_id)
     check_csrf(launch)
-    if launch.message_type != "LtiResourceLinkRequest":
-        abort(400, "Uploads belong to an assignment launch.")
     file = request.files.get("notebook")
     if file is None or not file.filename:
         return _back_with_error(launch, "Choose your .ipynb notebook file first.")
-    data = file.read(services().config.max_upload_bytes + 1)
-    version = versions.version_for(services(), launch)
     try:
-        check_submission(catalog.zip_path(services(), version), data, services().config.max_upload_bytes)
-    except InvalidSubmission as error:
-        message = f"Your file was not accepted: {error} (the assignment here is “{version.title}”). Nothing was saved."
-        return _back_with_error(launch, message)
-    try:
-        attempt, new = create_attempt(services(), launch, file.filename, data)
-    except SubmissionRefused as refused:
-        return _back_with_error(launch, f"{refused} Nothing was saved.")
-    if new or attempt.status == "queued":  # a repeated upload of a queued attempt queues it again
-        queue().submit(queue().grade, attempt.id)  # saved: from here on nothing may fail the request
+        attempt, new = take_notebook(launch, file.filename, file.read(services().config.max_upload_bytes + 1))
+    except NotTaken as refused:
+        return _back_with_error(launch, str(refused))
     page = "pages.student_view" if is_staff(launch) else "pages.assignment"
     if not new:  # the same file again: say so, rather than show the old attempt as if it were new
         return redirect(url_for(page, launch_id=launch.id, same=attempt.number) + "#upload-notice", 303)
     return redirect(url_for(page, launch_id=launch.id) + f"#attempt-{attempt.id}", 303)
+
+
+class NotTaken(Exception):
+    """A notebook was not taken as an attempt; str() says why to the student. Nothing was saved."""
+
+
+def take_notebook(launch: Launch, filename: str, data: bytes) -> tuple[Attempt, bool]:
+    """Check a student's notebook against the link's assignment, save it as an attempt and queue its
+    grading (an upload, or a submit from the notebook in the browser). Returns the attempt and whether it is
+    new (the same notebook again makes no new attempt)."""
+    if launch.message_type != "LtiResourceLinkRequest":
+        abort(400, "Uploads belong to an assignment launch.")
+    version = versions.version_for(services(), launch)
+    try:
+        check_submission(catalog.zip_path(services(), version), data, services().config.max_upload_bytes)
+    except InvalidSubmission as error:
+        raise NotTaken(
+            f"Your file was not accepted: {error} (the assignment here is “{version.title}”). Nothing was saved."
+        ) from None
+    try:
+        attempt, new = create_attempt(services(), launch, filename, data)
+    except SubmissionRefused as refused:
+        raise NotTaken(f"{refused} Nothing was saved.") from None
+    if new or attempt.status == "queued":  # a repeated upload of a queued attempt queues it again
+        queue().submit(queue().grade, attempt.id)  # saved: from here on nothing may fail the request
+    return attempt, new
 
 
 def _back_with_error(launch: Launch, message: str):

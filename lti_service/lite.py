@@ -1,0 +1,173 @@
+"""The notebook in the browser (JupyterLite with Pyodide): which assignments can run there, and what one
+launch's copy of the site holds.
+
+One site, built once (`make lite`: build/lite/site), serves every assignment. Per launch the tool adds
+only data: the configuration (where the student's work is kept in the browser, which packages the kernel
+loads) and the files of the handout, which is what students download anyway. Hidden tests live only in the
+autograder zip, so they never reach the browser.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+MAX_HANDOUT_FILES = 1000
+MAX_HANDOUT_BYTES = 100 * 1024 * 1024  # unpacked; handouts are built by the tool, this bounds a bad one
+NOTEBOOK_TYPE = "notebook"
+
+
+@dataclass(frozen=True)
+class Site:
+    """A built JupyterLite site and the packages its Pyodide lock serves."""
+
+    root: Path
+    build_id: str
+    """changes whenever the site does: its files are served under it, cached for a year"""
+    packages: dict[str, str]
+    """canonical package name -> version, from the served pyodide-lock.json"""
+    defaults: tuple[str, ...]
+    """what the kernel always loads: the grader's own packages, as far as notebooks import them"""
+    own: frozenset[str]
+    """packages whose wheels only this site serves (Otter's pure-Python set), not Pyodide's CDN"""
+    config: dict
+    """the site's own jupyter-lite.json"""
+    lock: dict
+    """the served pyodide-lock.json"""
+
+    def file(self, name: str) -> Path | None:
+        """A file of the site by its URL path, or None (also for anything outside the site)."""
+        path = (self.root / name).resolve()
+        return path if path.is_relative_to(self.root) and path.is_file() else None
+
+
+def load_site(root: Path) -> Site | None:
+    """The site at `root`, or None when it has not been built (then the tool offers downloads only)."""
+    try:
+        lock = json.loads((root / "static/pyodide/pyodide-lock.json").read_text())
+        config = json.loads((root / "jupyter-lite.json").read_text())
+        manifest = json.loads((root / "lite-manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    packages = {canonicalize_name(name): entry["version"] for name, entry in lock["packages"].items()}
+    digest = hashlib.sha256(json.dumps([lock, config, manifest], sort_keys=True).encode()).hexdigest()[:16]
+    own = frozenset(manifest["own_packages"])
+    return Site(root.resolve(), digest, packages, tuple(manifest["default_packages"]), own, config, lock)
+
+
+def cdn_lock(site: Site, files_url: str) -> dict:
+    """The lock for browsers that load Pyodide from a CDN: Pyodide's own packages resolve against the CDN
+    (relative names), this site's own wheels come from `files_url` (absolute: the tool's static/pyodide/).
+    Pyodide checks every file against the lock's sha256 wherever it comes from."""
+    lock = json.loads(json.dumps(site.lock))
+    for entry in lock["packages"].values():
+        if canonicalize_name(entry["name"]) in site.own:
+            entry["file_name"] = files_url + entry["file_name"]
+    return lock
+
+
+@dataclass(frozen=True)
+class BrowserFit:
+    """Whether an assignment's packages run in the browser."""
+
+    packages: tuple[str, ...]
+    """what the kernel loads"""
+    missing: tuple[str, ...]
+    """requirements with no browser (Pyodide) version: when any, students work in their own Jupyter"""
+
+    @property
+    def runs(self) -> bool:
+        return not self.missing
+
+
+def browser_fit(site: Site, requirements: str) -> BrowserFit:
+    """The packages a kernel needs for an assignment whose requirements are `requirements` ("a, b>=1"),
+    as the version stores them."""
+    loads, missing = list(site.defaults), []
+    for text in filter(None, (part.strip() for part in requirements.split(","))):
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            missing.append(text)
+            continue
+        name = canonicalize_name(requirement.name)
+        version = site.packages.get(name)
+        if version is None or not requirement.specifier.contains(version, prereleases=True):
+            missing.append(text)
+        elif name not in loads:
+            loads.append(name)
+    return BrowserFit(tuple(loads), tuple(missing))
+
+
+def storage_name(secret: str, user_id: str, link: tuple[int, str, str]) -> str:
+    """Where this student's work on this link is kept in the browser: another student, or another link, on
+    the same browser gets a store of its own (nothing of this one shows there)."""
+    key = json.dumps([user_id, *link])
+    return "grader-" + hmac.new(secret.encode(), key.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def handout_files(handout: bytes, handout_name: str) -> dict[str, bytes]:
+    """The handout's files by path: the notebook alone, or the members of its zip."""
+    if not handout_name.endswith(".zip"):
+        return {handout_name: handout}
+    files, total = {}, 0
+    with zipfile.ZipFile(io.BytesIO(handout)) as archive:
+        for info in archive.infolist()[:MAX_HANDOUT_FILES]:
+            total += info.file_size
+            if info.is_dir() or total > MAX_HANDOUT_BYTES:
+                continue
+            files[info.filename] = archive.read(info)
+    return files
+
+
+def notebook_path(files: dict[str, bytes]) -> str:
+    """The notebook students open: the handout's one notebook at the top (else the first)."""
+    notebooks = sorted(name for name in files if name.endswith(".ipynb"))
+    top = [name for name in notebooks if "/" not in name]
+    return (top or notebooks or [""])[0]
+
+
+def listing(files: dict[str, bytes], directory: str, added: dt.datetime) -> dict | None:
+    """The contents model JupyterLite reads at api/contents/<directory>/all.json, or None for no such
+    directory; every file dated when its version was added."""
+    stamp = added.replace(tzinfo=dt.UTC).isoformat()
+    prefix = f"{directory}/" if directory else ""
+    entries: dict[str, dict] = {}
+    for path, data in files.items():
+        if not path.startswith(prefix):
+            continue
+        name, _, rest = path[len(prefix) :].partition("/")
+        if rest:
+            entries.setdefault(name, _model(prefix + name, "directory", None, stamp))
+        else:
+            entries[name] = _model(path, NOTEBOOK_TYPE if name.endswith(".ipynb") else "file", len(data), stamp)
+    if directory and not entries:
+        return None
+    model = _model(directory, "directory", None, stamp)
+    model["content"] = sorted(entries.values(), key=lambda entry: entry["name"])
+    model["format"] = "json"
+    return model
+
+
+def _model(path: str, kind: str, size: int | None, stamp: str) -> dict:
+    return {
+        "name": PurePosixPath(path).name,
+        "path": path,
+        "type": kind,
+        "content": None,
+        "format": None,
+        "mimetype": None,
+        "size": size,
+        "created": stamp,
+        "last_modified": stamp,
+        "writable": True,
+    }

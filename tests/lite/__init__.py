@@ -1,0 +1,1 @@
+"""Tests of the JupyterLite site `make lite` builds (lite/build.py)."""
