@@ -22,8 +22,6 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-import jupyter_server
-
 ROOT = Path(__file__).resolve().parent.parent
 LITE = ROOT / "lite"
 PINS = LITE / "pins.json"
@@ -34,11 +32,19 @@ STAMP = OUT / "stamp"
 # The files of Pyodide's npm package the browser needs (not the .mjs/.d.ts/maps/console.html).
 PYODIDE_CORE = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip")
 KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
-# The lab extensions the site carries, from .venv: the kernel, widgets (the notebook's sliders) and ipylab
-# (Otter's check imports it). Not every one in .venv: jupytext's wants a newer JupyterLab than Lite 0.5's and
-# breaks the page's module federation.
-LAB_EXTENSIONS = ("@jupyterlite/pyodide-kernel-extension", "@jupyter-widgets/jupyterlab-manager", "ipylab")
-LABEXTENSIONS_DIR = Path(sys.prefix) / "share" / "jupyter" / "labextensions"
+# JupyterLite's build tools live in a venv of their own (build/lite-tools), not in .venv: .venv is the grader's
+# environment, and what is installed there counts as provided to every assignment.
+TOOLS = OUT.parent / "lite-tools"
+TOOLS_LABEXTENSIONS = TOOLS / "share" / "jupyter" / "labextensions"
+# The lab extensions the site carries: the kernel (from the tools), widgets (the notebook's sliders) and ipylab
+# (Otter's check imports it), from .venv, the same versions as the wheels the kernel loads. Not every one in
+# .venv: jupytext's wants a newer JupyterLab than Lite 0.5's and breaks the page's module federation.
+VENV_LABEXTENSIONS = Path(sys.prefix) / "share" / "jupyter" / "labextensions"
+LAB_EXTENSIONS = (
+    TOOLS_LABEXTENSIONS / "@jupyterlite" / "pyodide-kernel-extension",
+    VENV_LABEXTENSIONS / "@jupyter-widgets" / "jupyterlab-manager",
+    VENV_LABEXTENSIONS / "ipylab",
+)
 # Environment for rebuilding wheels from sdists without their C speed-ups: the pure-Python fallback is what
 # runs in Pyodide; a fixed SOURCE_DATE_EPOCH makes the wheel's bytes reproducible, so it can be pinned.
 PURE_BUILD_ENV = {"CC": "/bin/false", "PYYAML_FORCE_LIBYAML": "0", "SOURCE_DATE_EPOCH": "315532800"}
@@ -230,37 +236,41 @@ def lite_config(pins: dict) -> dict:
 
 
 def inputs_key(pins_text: str) -> str:
-    """What the site depends on: pins, this script, the settings overrides, the installed JupyterLite and
-    the lab extensions it copies from .venv (a new ipywidgets brings a new widgets extension)."""
-    from importlib.metadata import version
-
+    """What the site depends on: pins (JupyterLite's tools included), this script, the settings overrides and
+    the lab extensions it copies (a new ipywidgets in .venv brings a new widgets extension)."""
     digest = hashlib.sha256(pins_text.encode())
-    extensions = [LABEXTENSIONS_DIR / name / "package.json" for name in LAB_EXTENSIONS]
-    for path in (Path(__file__), LITE / "overrides.json", *extensions):
+    for path in (Path(__file__), LITE / "overrides.json", *(e / "package.json" for e in LAB_EXTENSIONS)):
         digest.update(path.read_bytes())
-    for dist in json.loads(pins_text)["jupyterlite"]:
-        digest.update(f"{dist}=={version(dist)}".encode())
     return digest.hexdigest()
 
 
-def check_jupyterlite(pins: dict) -> None:
-    """Fail early when .venv has another JupyterLite than the pins (the site's kernel depends on 0.5.x)."""
-    from importlib.metadata import PackageNotFoundError, version
+def build_tools(pins: dict) -> None:
+    """The venv with JupyterLite's build tools at their pinned versions (made once, remade when they change)."""
+    wanted = "\n".join(f"{name}=={version}" for name, version in sorted(pins["jupyterlite"].items())) + "\n"
+    stamp = TOOLS / "pinned.txt"
+    if stamp.exists() and stamp.read_text() == wanted:
+        return
+    shutil.rmtree(TOOLS, ignore_errors=True)
+    run([sys.executable, "-m", "venv", str(TOOLS)], "making the venv for JupyterLite's build tools")
+    requirements = TOOLS / "requirements.txt"
+    requirements.write_text(wanted)
+    run([str(TOOLS / "bin" / "pip"), "install", "--quiet", "-r", str(requirements)], "installing JupyterLite")
+    stamp.write_text(wanted)
 
-    for dist, want in pins["jupyterlite"].items():
-        try:
-            have = version(dist)
-        except PackageNotFoundError:
-            have = "not installed"
-        if have != want:
-            raise BuildError(f"{dist} is {have}, pinned {want}: run `make .venv/.installed`")
+
+def favicons() -> Path:
+    """The tab icons (kernel busy/idle) the notebooks app asks for, from jupyter-server in the tools' venv."""
+    found = sorted(TOOLS.glob("lib/python*/site-packages/jupyter_server/static/favicons"))
+    if not found:
+        raise BuildError(f"no jupyter-server in {TOOLS}: delete that folder and run `make lite` again")
+    return found[0]
 
 
 def build() -> None:
     """Build the site unless the stamp says the same inputs built it already."""
     pins_text = PINS.read_text()
     pins = json.loads(pins_text)
-    check_jupyterlite(pins)
+    build_tools(pins)
     key = inputs_key(pins_text)
     if STAMP.exists() and STAMP.read_text() == key and (SITE / "lite-manifest.json").exists():
         print(f"lite: {SITE.relative_to(ROOT)} is up to date")
@@ -278,10 +288,10 @@ def build() -> None:
     shutil.copyfile(LITE / "overrides.json", work / "overrides.json")
     # Only the two apps students use, no source maps, no shared packages no extension uses (about 56 MB);
     # lab extensions named one by one instead of all of .venv's (--ignore-sys-prefix).
-    cmd = [str(Path(sys.executable).with_name("jupyter")), "lite", "build", "--lite-dir", ".",
+    cmd = [str(TOOLS / "bin" / "jupyter"), "lite", "build", "--lite-dir", ".",
            "--output-dir", str(SITE), "--no-sourcemaps", "--apps", "lab", "--apps", "notebooks",
            "--no-unused-shared-packages", "--ignore-sys-prefix"]  # fmt: skip
-    cmd += [f"--LiteBuildConfig.federated_extensions={LABEXTENSIONS_DIR / name}" for name in LAB_EXTENSIONS]
+    cmd += [f"--LiteBuildConfig.federated_extensions={extension}" for extension in LAB_EXTENSIONS]
     proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
     if proc.returncode:
         raise BuildError(f"jupyter lite build failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
@@ -291,7 +301,7 @@ def build() -> None:
         path.unlink()
     # The tab icons (kernel busy/idle) the notebooks app asks for: JupyterLite copies them from jupyter-server,
     # but not with --ignore-sys-prefix.
-    shutil.copytree(Path(jupyter_server.__file__).parent / "static" / "favicons", SITE / "static" / "favicons")
+    shutil.copytree(favicons(), SITE / "static" / "favicons")
 
     manifest = {
         "pyodide": pins["pyodide"]["version"],

@@ -1,11 +1,12 @@
-"""Shared fixtures: the built assignment (built once if `make assignment` has not run), and one local LMS
-per test module for the tool's tests and the browser tests."""
+"""Shared fixtures: the built assignment (built once if `make assignment` has not run), a second assignment's
+versions, and one local LMS per test module for the tool's tests and the browser tests."""
 
 import subprocess
 import sys
 
 import pytest
 
+from tests.lti_service import gradebook
 from tests.lti_service.conftest import start_lms
 from tests.submissions import AUTOGRADER_ZIP, ROOT, SOLUTION_NOTEBOOK, STUDENT_NOTEBOOK, load_test_sources
 
@@ -21,6 +22,13 @@ def built_assignment():
 @pytest.fixture(scope="session")
 def test_sources(built_assignment):
     return load_test_sources(built_assignment["zip"])
+
+
+@pytest.fixture(scope="session")
+def versions(tmp_path_factory) -> gradebook.Versions:
+    """The second assignment's two versions and its students' notebooks, built once (each build is an `otter
+    assign`); the tests that add it to the tool read them and never change them."""
+    return gradebook.versions(tmp_path_factory.mktemp("gradebook"))
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import pytest
 from tests.submissions import ROOT
 
 if TYPE_CHECKING:
-    from playwright.sync_api import BrowserContext, Page, Playwright
+    from playwright.sync_api import Browser, BrowserContext, Page, Playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -59,15 +59,22 @@ def artifacts() -> Path:
 CONTEXT_OPTIONS = {"accept_downloads": True, "viewport": {"width": 1280, "height": 900}}
 
 
-@pytest.fixture(scope="module")
-def browser(playwright) -> Iterator[BrowserContext]:
-    """A default browser context: third-party cookies blocked, partitioned ones kept."""
+@pytest.fixture(scope="session")
+def chromium(playwright) -> Iterator[Browser]:
+    """One Chromium for the session; each module gets a context of its own in it (`browser`)."""
     chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+    yield chromium
+    chromium.close()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium) -> Iterator[BrowserContext]:
+    """A default browser context: third-party cookies blocked, partitioned ones kept. A new context per
+    module shares no cookie, storage or cache with another module's (as an incognito window of its own)."""
     context = chromium.new_context(**CONTEXT_OPTIONS)
     context.set_default_timeout(TIMEOUT_MS)
     yield context
     context.close()
-    chromium.close()
 
 
 @pytest.fixture(scope="module")

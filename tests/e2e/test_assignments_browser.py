@@ -6,7 +6,6 @@ and the changed scores reach the gradebook."""
 
 from __future__ import annotations
 
-import pytest
 from playwright.sync_api import Frame, Page, expect
 
 from autograder import grade_submission
@@ -25,11 +24,6 @@ NAMES = {"student-ada": "Ada Lovelace", "student-grace": "Grace Hopper"}
 TOOL_ENV = {"COURSE_ASSIGNMENTS": "1"}  # course staff add their own assignments (the default, said explicitly)
 
 
-@pytest.fixture(scope="module")
-def versions(tmp_path_factory):
-    return gradebook.versions(tmp_path_factory.mktemp("gradebook"))
-
-
 def test_an_instructor_adds_links_and_updates_a_second_assignment(lms, page, screenshot, tmp_path, versions):
     # The instructor adds gradebook to the course from the deep-linking page: master notebook and its data.
     page.goto(course_launch(lms, "instructor-turing", context_id=COURSE, kind="deeplink"))
@@ -43,6 +37,7 @@ def test_an_instructor_adds_links_and_updates_a_second_assignment(lms, page, scr
     expect(build_report.locator("#questions tbody tr")).to_have_count(5)
     expect(build_report.locator("#questions tfoot")).to_contain_text("11")
     expect(build_report.locator("#environment")).to_contain_text("nothing to install")
+    expect(build_report.locator("#in-browser")).to_contain_text("students can open it there")  # pandas runs there
     screenshot(page, "assignment-added")
     assert_accessible(build_report)
 

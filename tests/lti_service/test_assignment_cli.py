@@ -5,17 +5,10 @@ from __future__ import annotations
 
 import shutil
 
-import pytest
-
 from tests.lti_service import gradebook
 from tests.lti_service.gradebook import NAME
 from tests.lti_service.tool import ToolProcess
 from tests.submissions import AUTOGRADER_ZIP, STUDENT_NOTEBOOK
-
-
-@pytest.fixture(scope="module")
-def versions(tmp_path_factory):
-    return gradebook.versions(tmp_path_factory.mktemp("gradebook"))
 
 
 def listed(tool: ToolProcess) -> list[list[str]]:

@@ -30,11 +30,6 @@ TOOL_ENV = {"COURSE_ASSIGNMENTS": "1"}  # course staff add their own assignments
 
 
 @pytest.fixture(scope="module")
-def versions(tmp_path_factory):
-    return gradebook.versions(tmp_path_factory.mktemp("gradebook"))
-
-
-@pytest.fixture(scope="module")
 def with_gradebook(lms: Lms) -> Lms:
     """The LMS, with gradebook added for every course by the operator."""
     lms.tool.cli("assignment", "add", "--master", str(gradebook.MASTER))

@@ -182,3 +182,27 @@ def test_an_assignment_whose_packages_do_not_run_in_the_browser_keeps_download_a
         assert 'id="upload-form"' in page.html and "Download the notebook" in page.html
         refused = page.session.get(url, timeout=10)
         assert refused.status_code == 404 and "download the notebook" in refused.text
+
+
+def test_a_handout_with_data_files_is_listed_folder_by_folder():
+    import datetime as dt
+    import io
+
+    from lti_service.lite import handout_files, listing, notebook_path
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data in {"hw.ipynb": b"{}", "data/scores.csv": b"a,b\n", "data/raw/x.txt": b"x"}.items():
+            archive.writestr(name, data)
+    files = handout_files(out.getvalue(), "hw.zip")
+    assert notebook_path(files) == "hw.ipynb"
+    added = dt.datetime(2026, 9, 1, 12, 0)
+    top = listing(files, "", added)
+    assert [(e["name"], e["type"]) for e in top["content"]] == [("data", "directory"), ("hw.ipynb", "notebook")]
+    data = listing(files, "data", added)
+    assert [(e["path"], e["type"], e["size"]) for e in data["content"]] == [
+        ("data/raw", "directory", None),
+        ("data/scores.csv", "file", 4),
+    ]
+    assert data["content"][1]["last_modified"] == "2026-09-01T12:00:00+00:00"
+    assert listing(files, "tests", added) is None and listing(files, "dat", added) is None

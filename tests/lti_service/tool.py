@@ -73,7 +73,7 @@ class ToolProcess:
             try:
                 requests.get(f"{self.url}/lti/jwks.json", timeout=1)
                 return self
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not listening yet, or listening, not answering
                 time.sleep(0.05)
         raise AssertionError(f"the tool did not start: {self.log.read_text()[-3000:]}")
 
