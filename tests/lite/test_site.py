@@ -83,3 +83,15 @@ def test_site_holds_no_assignment_files(site):
     assert not [p for p in site.rglob("tests") if p.is_dir()]
     assert not (site / "files").exists()
     assert not (site / "api" / "contents").exists()
+
+
+def test_the_build_tools_stay_out_of_the_graders_environment():
+    """Whatever .venv holds is the grader's: every grading imports from it, and an assignment's requirements it
+    satisfies count as provided. jupyter-server there made each `import nbformat` 2 s slower (its jsonschema
+    extras), so JupyterLite's tools live in build/lite-tools."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    for name in PINS["jupyterlite"]:
+        with pytest.raises(PackageNotFoundError):
+            distribution(name)
+    assert (ROOT / "build" / "lite-tools" / "bin" / "jupyter").exists()
