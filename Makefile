@@ -26,7 +26,7 @@ $(AUTOGRADER_ZIP): $(INSTALLED) assignment/decode.ipynb assignment/build.py otte
 # The JupyterLite site students open their notebook in (build/lite/site/): Pyodide, its wheels and Otter's,
 # each checked against a pinned hash (lite/pins.json). Fetches into build/lite-cache/ once; the script keeps a
 # stamp of its inputs, so when nothing changed it returns at once (phony: make cannot see those inputs).
-lite: $(INSTALLED)
+lite: $(INSTALLED) system-deps
 	$(PY) lite/build.py
 
 lint: $(INSTALLED)
@@ -50,14 +50,15 @@ $(INSTALLED): pyproject.toml
 bytecode: $(INSTALLED)
 	@$(PY) -m compileall -q autograder lti_service lti_dev_platform
 
-# System tools from Debian (we run as root on the target machines): the sandbox, and the browser the
-# end-to-end tests drive.
+# System tools from Debian (we run as root on the target machines): the sandbox, the browser the
+# end-to-end tests drive, and npm, which fetches Pyodide for `make lite`.
 system-deps:
 	@if ! command -v bwrap >/dev/null || ! test -x /usr/bin/chromium; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap chromium; fi
+	@command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm)
 
 # Speed, not part of `make test` (a few minutes): stock `otter run` against our grader side by side,
-# then the LTI tool's launch handling and upload-to-score latency.
+# then the LTI tool's launch handling and upload-to-score latency, and the notebook in the browser.
 bench: $(INSTALLED) system-deps assignment lite bytecode
 	PYTHONPATH=. $(PY) bench/bench_grader.py
 	PYTHONPATH=. $(PY) bench/bench_lti.py

@@ -13,7 +13,6 @@ import base64
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +20,8 @@ import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
+
+from packaging.utils import canonicalize_name as canonical
 
 ROOT = Path(__file__).resolve().parent.parent
 LITE = ROOT / "lite"
@@ -52,11 +53,6 @@ PURE_BUILD_ENV = {"CC": "/bin/false", "PYYAML_FORCE_LIBYAML": "0", "SOURCE_DATE_
 
 class BuildError(Exception):
     """A download or a check failed: the message says which and what to do."""
-
-
-def canonical(name: str) -> str:
-    """PEP 503 name, as the manifest lists packages (the tool compares requirements against it)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def sha256(path: Path) -> str:
@@ -223,7 +219,7 @@ def lite_config(pins: dict) -> dict:
     return {
         "jupyter-lite-schema-version": 0,
         "jupyter-config-data": {
-            "appName": "Decode",
+            "appName": "Notebook",  # each launch's configuration names its assignment
             "litePluginSettings": {
                 KERNEL_PLUGIN: {
                     "pyodideUrl": "./static/pyodide/pyodide.js",

@@ -108,6 +108,7 @@ def config(launch_id: str):
     link = (launch.platform_id, launch.context_id, launch.resource_link_id)
     store = storage_name(current_app.config["SECRET_KEY"], launch.user_id, link)
     page.update(contentsStorageName=store, settingsStorageName=f"{store}-settings", exposeAppInBrowser="true")
+    page["appName"] = opened.version.title
     kernel = page.setdefault("litePluginSettings", {}).setdefault(KERNEL, {})
     kernel["disablePyPIFallback"] = True
     options = {**kernel.get("loadPyodideOptions", {}), "packages": list(opened.fit.packages)}

@@ -85,6 +85,7 @@ def test_each_student_and_each_link_keeps_its_work_in_a_store_of_its_own(lms):
     assert "lockFileURL" not in kernel["loadPyodideOptions"], "Pyodide's own lock, beside it on this tool"
     assert re.fullmatch(r"/lite/site/\w+/static/pyodide/pyodide\.js", kernel["pyodideUrl"])
     assert first["exposeAppInBrowser"] == "true"
+    assert first["appName"] == "Decode: one token at a time", "the window is named after the assignment"
 
 
 def test_the_browser_gets_the_handout_and_nothing_of_the_hidden_tests(lms):
