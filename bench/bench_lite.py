@@ -43,7 +43,7 @@ def open_notebook(page: Page, lms, link: str) -> tuple[Page, float, int]:
     page.context.on("response", count)
     started = time.monotonic()
     with page.expect_popup() as opened:
-        frame.get_by_role("link", name="Open in the browser").click()
+        frame.get_by_role("button", name="Open in the browser").click()
     lite = opened.value
     lite.wait_for_function(KERNEL_STATUS, timeout=KERNEL_TIMEOUT_MS)
     elapsed = time.monotonic() - started

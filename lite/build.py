@@ -262,6 +262,31 @@ def favicons() -> Path:
     return found[0]
 
 
+DRIVE_CHANNEL_PATCHES = {
+    # The service worker relays the kernel's file reads to the page over a BroadcastChannel, which every window
+    # of the origin shares: a read of one window could be answered by another student's or another assignment's.
+    # Both ends name the channel after the window's own path (the worker's scope, the page's base URL).
+    "service-worker.js": (
+        'new BroadcastChannel("/api/drive.v1")',
+        'new BroadcastChannel("/api/drive.v1"+new URL(self.registration.scope).pathname)',
+    ),
+    "build/*.js": (
+        "this._channel=new BroadcastChannel(P)",
+        "this._channel=new BroadcastChannel(P+new URL(a.PageConfig.getBaseUrl(),location.href).pathname)",
+    ),
+}
+
+
+def confine_drive_channel(site: Path) -> None:
+    """Each window its own file channel (DRIVE_CHANNEL_PATCHES): every patch applies exactly once, or the build
+    stops (a new JupyterLite needs them checked again)."""
+    for pattern, (old, new) in DRIVE_CHANNEL_PATCHES.items():
+        found = [path for path in site.glob(pattern) if old in path.read_text()]
+        if len(found) != 1 or found[0].read_text().count(old) != 1:
+            raise BuildError(f"the drive channel patch for {pattern} matches {len(found)} files, not one")
+        found[0].write_text(found[0].read_text().replace(old, new))
+
+
 def build() -> None:
     """Build the site unless the stamp says the same inputs built it already."""
     pins_text = PINS.read_text()
@@ -298,12 +323,14 @@ def build() -> None:
     # The tab icons (kernel busy/idle) the notebooks app asks for: JupyterLite copies them from jupyter-server,
     # but not with --ignore-sys-prefix.
     shutil.copytree(favicons(), SITE / "static" / "favicons")
+    confine_drive_channel(SITE)
 
     manifest = {
         "pyodide": pins["pyodide"]["version"],
         "packages": sorted({canonical(e["name"]) for e in lock["packages"].values()}),
         "default_packages": pins["default_packages"],
         "own_packages": sorted(canonical(w["name"]) for w in (*pins["pure_wheels"], *pins["built_wheels"])),
+        "patches": sorted(DRIVE_CHANNEL_PATCHES),
     }
     (SITE / "lite-manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     STAMP.write_text(key)

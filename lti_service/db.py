@@ -342,6 +342,33 @@ class PreviewGrade(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
+class LiteWindow(Base):
+    """A notebook window open in the browser. Its id is in the window's URLs and grants nothing: the window's
+    cookie carries a token (kept here only as its hash) that is signed out when the window closes, when it is
+    idle too long, when the student leaves the computer, and when its launch expires."""
+
+    __tablename__ = "lite_windows"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64))
+    launch_id: Mapped[str] = mapped_column(ForeignKey("launches.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)
+    """signed out from then on unless the window is used before (each use moves it on)"""
+
+
+class LiteDraft(LinkScoped, Base):
+    """A file of a student's work in the browser, as last saved from the window: kept by the tool, not by the
+    browser, so nothing of it stays on a shared computer."""
+
+    __tablename__ = "lite_drafts"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id", "user_id", "path"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(400))
+    path: Mapped[str] = mapped_column(String(300))
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+    saved_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
 class WorkerHeartbeat(Base):
     """A worker process that is polling the database, and when it last did (what operators count as alive)."""
 

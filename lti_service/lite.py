@@ -108,9 +108,9 @@ def browser_fit(site: Site, requirements: str) -> BrowserFit:
     return BrowserFit(tuple(loads), tuple(missing))
 
 
-def storage_name(secret: str, user_id: str, link: tuple[int, str, str]) -> str:
-    """Where this student's work on this link is kept in the browser: another student, or another link, on
-    the same browser gets a store of its own (nothing of this one shows there)."""
+def legacy_store(secret: str, user_id: str, link: tuple[int, str, str]) -> str:
+    """Where the tool's earlier versions kept this student's work on this link in the browser (IndexedDB, which
+    any code of the origin can read): the window moves it to the tool once, then deletes it (static/lite.js)."""
     key = json.dumps([user_id, *link])
     return "grader-" + hmac.new(secret.encode(), key.encode(), hashlib.sha256).hexdigest()[:32]
 

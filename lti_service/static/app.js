@@ -55,10 +55,18 @@ function watchAttempts() {
   for (const live of document.querySelectorAll("[data-live-url]")) watchLive(live, live.dataset.liveUrl);
 }
 
-// The notebook in the browser (a window this page opened) says when it submitted: show the new attempt here.
-window.addEventListener("message", (event) => {
-  if (event.origin === location.origin && event.data === "grader:submitted") for (const wake of liveBoxes) wake();
-});
+// The notebook in the browser runs in a window of its own that holds no handle on this page (it runs the
+// student's code): once it is opened, look for new attempts now and then, and whenever this page is shown again.
+function watchNotebookWindow() {
+  const form = document.getElementById("open-in-browser-form");
+  if (!form) return;
+  const wakeAll = () => liveBoxes.forEach((wake) => wake());
+  form.addEventListener("submit", () => {
+    if (!form.dataset.watching) setInterval(wakeAll, 5000);
+    form.dataset.watching = "1";
+  });
+  document.addEventListener("visibilitychange", () => document.visibilityState === "visible" && wakeAll());
+}
 
 // Long work (regrade, re-send, an assignment's build, a link's move): show progress until done; it survives a
 // reload. Where the finished page shows more (data-reload), load it again then.
@@ -152,6 +160,7 @@ function focusError() {
 document.addEventListener("DOMContentLoaded", () => {
   focusError();
   watchAttempts();
+  watchNotebookWindow();
   watchJobs();
   uploadWithProgress();
   autosubmit();

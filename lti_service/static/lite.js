@@ -1,20 +1,31 @@
 // The grading panel of the notebook in the browser (JupyterLite; views/lite.py adds it to the app's page).
-// "Submit for grading" saves the open notebook, sends it to the tool as an attempt of this launch, then shows
-// its status, score and feedback as the assignment page does (the same HTML, from attempts.json).
+// - The student's work is kept by the tool, not by the browser: JupyterLite keeps files in the page's memory,
+//   and every file it saves (every few seconds) is sent here to the tool; a reload or a new window starts from it.
+// - "Submit for grading" saves the open notebook, sends it to the tool as an attempt, then shows its status,
+//   score and feedback as the assignment page does (the same HTML, from attempts.json).
+// - "Leave this computer" makes sure the work is with the tool, signs the window out and clears what the tool's
+//   pages keep in this browser. The window also says it is alive while open, and that it closes when it does.
 "use strict";
 
 (function () {
   const config = JSON.parse(document.getElementById("grader-data").textContent);
   const WORDS = {
-    expired:
-      "This page has expired. Open the assignment again from your course and choose “Open in the browser”: " +
-      "your work here is kept in this browser.",
+    signedOut:
+      "This window is signed out, so nothing more can be saved or submitted from it. Download a copy if you " +
+      "changed anything in the last few seconds, then open the assignment again from your course.",
     tooLarge: `Your notebook is larger than the ${(config.maxBytes / 1048576).toFixed(1)} MB the grader takes. ` +
       "Clear large outputs (Edit, Clear Outputs of All Cells), then submit again. Nothing was sent.",
     unavailable: "The grader could not take your notebook just now. Nothing was sent: try again in a minute.",
     noNotebook: "Open your notebook in this window first, then submit it.",
-    notReady: "The notebook is still loading. Submit again in a moment.",
+    notReady: "The notebook is still loading. Try again in a moment.",
+    notSaved:
+      "Your latest changes could not be saved with the tool. Nothing was removed from this window: try again, " +
+      "or download a copy.",
   };
+  const headers = { "X-CSRF-Token": config.csrf };
+  const queues = new Map(); // path -> the promise of its latest save to the tool, so saves arrive in order
+  let failedSaves = 0;
+  let signedOut = false;
 
   function build() {
     const panel = document.createElement("aside");
@@ -22,11 +33,43 @@
     panel.setAttribute("aria-label", "Grading");
     panel.innerHTML =
       '<div class="grader-actions"><button type="button" id="grader-submit">Submit for grading</button>' +
-      '<button type="button" id="grader-download">Download a copy</button></div>' +
+      '<button type="button" id="grader-download">Download a copy</button>' +
+      '<button type="button" id="grader-leave">Leave this computer</button></div>' +
+      '<p id="grader-saved" aria-live="polite"></p>' +
       '<p id="grader-status" role="status" aria-live="polite"></p><div id="grader-result"></div>';
     document.body.appendChild(panel);
     panel.querySelector("#grader-submit").addEventListener("click", submit);
     panel.querySelector("#grader-download").addEventListener("click", download);
+    panel.querySelector("#grader-leave").addEventListener("click", leave);
+    keepAlive();
+    moveLegacyStore();
+    whenReady((app) => app.serviceManager.contents.fileChanged.connect((_, change) => keep(app, change)));
+  }
+
+  // Earlier versions of the tool kept the work in the browser's IndexedDB, where any code of the tool's origin
+  // (another student's, on a shared computer) can read it: move this student's to the tool, delete it, reload.
+  async function moveLegacyStore() {
+    const name = config.legacyStore;
+    if (!indexedDB.databases || !(await indexedDB.databases()).some((db) => db.name === name)) return;
+    const db = await new Promise((ok, fail) => {
+      const opening = indexedDB.open(name);
+      opening.onsuccess = () => ok(opening.result);
+      opening.onerror = fail;
+    });
+    const files = db.objectStoreNames.contains("files")
+      ? await new Promise((ok) => {
+          const reading = db.transaction("files").objectStore("files").getAll();
+          reading.onsuccess = () => ok(reading.result || []);
+          reading.onerror = () => ok([]);
+        })
+      : [];
+    db.close();
+    const moved = await Promise.all(
+      files.filter((file) => file && file.path && file.type !== "directory").map((file) => request("PUT", file.path, body(file))),
+    );
+    if (moved.includes(false)) return; // kept where it is until it can be moved
+    for (const store of [name, `${name}-settings`]) indexedDB.deleteDatabase(store);
+    if (moved.length) location.reload();
   }
 
   function say(text, isError) {
@@ -35,6 +78,114 @@
     status.className = isError ? "grader-error" : "";
   }
 
+  function whenReady(then) {
+    if (window.jupyterapp) return then(window.jupyterapp);
+    setTimeout(() => whenReady(then), 200);
+  }
+
+  // -- the work, kept by the tool ------------------------------------------------------------------------
+  function keep(app, change) {
+    const gone = change.type === "delete" || change.type === "rename" ? change.oldValue : null;
+    const saved = change.type === "delete" ? null : change.newValue;
+    if (gone && gone.path && gone.type !== "directory") queue(gone.path, () => request("DELETE", gone.path));
+    if (saved && saved.path && saved.type !== "directory") {
+      queue(saved.path, async () => {
+        const model = await app.serviceManager.contents.get(saved.path, { content: true });
+        return request("PUT", saved.path, body(model));
+      });
+    }
+  }
+
+  function body(model) {
+    if (model.format === "json") return JSON.stringify(model.content);
+    if (model.format === "base64") return Uint8Array.from(atob(model.content), (c) => c.charCodeAt(0));
+    return model.content;
+  }
+
+  function queue(path, send) {
+    const next = (queues.get(path) || Promise.resolve()).then(send).then(
+      (ok) => ok,
+      () => false,
+    );
+    queues.set(path, next);
+    next.then((ok) => {
+      if (!ok) failedSaves += 1;
+      if (queues.get(path) === next) queues.delete(path);
+    });
+    return next;
+  }
+
+  async function request(method, path, content) {
+    const url = config.drafts + path.split("/").map(encodeURIComponent).join("/");
+    let response;
+    try {
+      response = await fetch(url, { method, headers, credentials: "same-origin", body: content });
+    } catch (error) {
+      document.getElementById("grader-saved").textContent = WORDS.notSaved;
+      return false;
+    }
+    if (response.status === 401) return signOut();
+    const answer = response.headers.get("Content-Type") === "application/json" ? await response.json() : {};
+    const saved = document.getElementById("grader-saved");
+    if (!response.ok) saved.textContent = answer.error || WORDS.notSaved;
+    else if (answer.saved) saved.textContent = `Saved with the tool at ${answer.saved}.`;
+    return response.ok;
+  }
+
+  async function allSaved() {
+    const before = failedSaves;
+    while (queues.size) await Promise.all([...queues.values()]);
+    return failedSaves === before;
+  }
+
+  window.addEventListener("beforeunload", (event) => {
+    if (queues.size && !signedOut) event.preventDefault(); // a save is on its way: ask before leaving
+  });
+
+  // -- signed in while open ------------------------------------------------------------------------------
+  function keepAlive() {
+    const beat = async () => {
+      try {
+        const response = await fetch(config.alive, { method: "POST", headers, credentials: "same-origin" });
+        if (response.status === 401) return signOut();
+      } catch (error) {
+        /* offline for a moment: the next beat says it */
+      }
+      setTimeout(beat, config.heartbeatMs);
+    };
+    beat();
+    window.addEventListener("pagehide", () => navigator.sendBeacon(config.closing));
+  }
+
+  function signOut() {
+    signedOut = true;
+    say(WORDS.signedOut, true);
+    for (const id of ["grader-submit", "grader-leave"]) document.getElementById(id).disabled = true;
+    return false;
+  }
+
+  async function leave() {
+    const button = document.getElementById("grader-leave");
+    button.disabled = true;
+    say("Saving your work with the tool…");
+    try {
+      const app = window.jupyterapp;
+      if (app) {
+        for (const widget of app.shell.widgets("main")) if (widget.context) await widget.context.save();
+      }
+      if (!(await allSaved())) return say(WORDS.notSaved, true);
+      const response = await fetch(config.leave, { method: "POST", headers, credentials: "same-origin" });
+      if (!response.ok) return response.status === 401 ? signOut() : say(WORDS.unavailable, true);
+      signedOut = true;
+      location.replace((await response.json()).left); // no way back to this page: its memory goes with it
+    } catch (error) {
+      say(WORDS.notSaved, true);
+    } finally {
+      if (!signedOut) button.disabled = false;
+    }
+  }
+
+  // -- download and submit -------------------------------------------------------------------------------
   function openNotebook() {
     const app = window.jupyterapp;
     const widget = app && app.shell.currentWidget;
@@ -61,33 +212,32 @@
       const answer = await send(open.context.path, JSON.stringify(model.content));
       if (answer) await follow(answer);
     } finally {
-      button.disabled = false;
+      button.disabled = signedOut;
     }
   }
 
-  async function send(path, body) {
-    if (body.length > config.maxBytes) return say(WORDS.tooLarge, true);
+  async function send(path, content) {
+    if (content.length > config.maxBytes) return say(WORDS.tooLarge, true);
     let response;
     try {
       response = await fetch(config.submit, {
         method: "POST",
         credentials: "same-origin",
         headers: {
+          ...headers,
           "Content-Type": "application/x-ipynb+json",
-          "X-CSRF-Token": config.csrf,
           "X-Notebook-Name": encodeURIComponent(path.split("/").pop()),
         },
-        body,
+        body: content,
       });
     } catch (error) {
       return say(WORDS.unavailable, true);
     }
-    if (response.status === 404) return say(WORDS.expired, true);
+    if (response.status === 401) return signOut();
     if (response.status === 413) return say(WORDS.tooLarge, true);
     const answer = response.headers.get("Content-Type") === "application/json" ? await response.json() : {};
     if (answer.error) return say(answer.error, true);
     if (!response.ok) return say(WORDS.unavailable, true);
-    if (window.opener) window.opener.postMessage("grader:submitted", location.origin); // the assignment page
     return answer;
   }
 
@@ -103,6 +253,7 @@
       let body = null;
       try {
         const response = await fetch(config.attempts, { credentials: "same-origin" });
+        if (response.status === 401) return signOut();
         if (response.ok) body = await response.json();
       } catch (error) {
         /* a network hiccup: look again */

@@ -1,7 +1,9 @@
-"""The notebook in the browser, per launch. /lite/<launch_id>/ is the JupyterLite site as that launch
-sees it: its configuration (where the work is kept, which packages load) and its files (the handout) are
-the launch's; the site's own files are the same for everyone, so they are redirected to /lite/site/<build>/
-and cached there. The launch id in the URL is the capability, as on the assignment pages. See lite.py.
+"""The notebook in the browser, per window. The student's page posts a form to /lite/open (the launch travels
+in the form, never in a URL a browser keeps); the answer signs a new window in with a cookie scoped to
+/lite/w/<window id>/ and leads there (lite_windows.py). Under that path is the JupyterLite site as that launch
+sees it: its configuration (which packages load; the browser keeps the work in memory only) and its files
+(the handout, with the student's saved work over it); the site's own files are the same for everyone, so they
+are redirected to /lite/site/<build>/ and cached there. See lite.py.
 
 The site runs in a window of its own (first party): inside the LMS's frame, browsers that block
 third-party storage refuse JupyterLite its service worker and storage.
@@ -11,31 +13,41 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import hmac
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from flask import Blueprint, Response, abort, current_app, redirect, request, send_file, url_for
+from flask import Blueprint, Response, abort, current_app, redirect, render_template, request, send_file, url_for
 from markupsafe import Markup
 
+from .. import lite_windows
 from ..assignments import catalog
 from ..db import AssignmentVersion, Launch
 from ..links import versions
-from ..lite import BrowserFit, Site, cdn_lock, handout_files, listing, notebook_path, storage_name
+from ..lite import BrowserFit, Site, cdn_lock, handout_files, legacy_store, listing, notebook_path
 from . import services, site
-from .launches import csrf_token, current_launch
-from .pages import NotTaken, offer, take_notebook
+from .launches import check_csrf, current_launch
+from .pages import NotTaken, attempts_json_for, offer, take_notebook
 
 bp = Blueprint("lite", __name__, url_prefix="/lite")
 APP_PAGES = ("lab/", "lab/index.html", "notebooks/", "notebooks/index.html")
 """the pages that get the grading panel"""
 SCOPED = ("service-worker.js",)
-"""served within the launch's path: a service worker's script may not be redirected, and its path is its scope"""
+"""served within the window's path: a service worker's script may not be redirected, and its path is its scope"""
 KERNEL = "@jupyterlite/pyodide-kernel-extension:kernel"
 PYODIDE = "static/pyodide/"
 """Pyodide's folder in the site: its core, its lock and every wheel"""
 YEAR = 365 * 24 * 3600
 NO_STORE = {"Cache-Control": "no-store"}
+MEMORY_ONLY = ["memoryStorageDriver"]
+"""JupyterLite keeps contents and settings in the page's memory: nothing of a student's in the browser's storage"""
+COOKIE = "lite-"
+SIGNED_OUT = (
+    "This notebook window is signed out. On a shared computer a window signs out when it is closed, after "
+    f"{lite_windows.IDLE.seconds // 60} minutes without use, or when you leave the computer. Open the assignment "
+    "again from your course and choose “Open in the browser”: your saved work is there."
+)
 
 
 def _policy(cdn: str) -> str:
@@ -52,6 +64,7 @@ def _policy(cdn: str) -> str:
 def _security_headers(response: Response) -> Response:
     cdn = services().config.lite_pyodide_url
     response.headers["Content-Security-Policy"] = _policy(_origin(cdn) if cdn else "")
+    response.headers["Referrer-Policy"] = "no-referrer"
     return response
 
 
@@ -62,8 +75,9 @@ def _origin(url: str) -> str:
 
 @dataclass(frozen=True)
 class InBrowser:
-    """A launch whose assignment runs in the browser, with what its site is made of."""
+    """A signed-in window whose assignment runs in the browser, with what its site is made of."""
 
+    window_id: str
     launch: Launch
     version: AssignmentVersion
     site: Site
@@ -72,15 +86,45 @@ class InBrowser:
     """the handout's files by path"""
 
 
-def _launch(launch_id: str) -> InBrowser:
-    """The launch behind a request; 404 where its assignment does not run in the browser."""
-    launch = current_launch(launch_id)
+def _browser(launch: Launch) -> tuple[AssignmentVersion, BrowserFit]:
+    """The launch's assignment version and how it runs in the browser; 404 where it does not."""
     version = versions.version_for(services(), launch)
     fit = offer(launch, version.requirements)
     if fit is None or not fit.runs:
         abort(404, "This assignment does not open in the browser: download the notebook from its page instead.")
+    return version, fit
+
+
+def _signed_in(window_id: str) -> Launch:
+    """The launch of the window behind a request, from its cookie; 401 for a window signed out."""
+    token = request.cookies.get(COOKIE + window_id)
+    launch = lite_windows.signed_in(services().db, window_id, token)
+    if launch is None:
+        if request.accept_mimetypes.accept_html and request.method == "GET":
+            abort(Response(render_template("message.html", heading="Signed out", message=SIGNED_OUT), 401))
+        abort(Response(current_app.json.dumps({"error": SIGNED_OUT}), 401, mimetype="application/json"))
+    return launch
+
+
+def _window(window_id: str) -> InBrowser:
+    launch = _signed_in(window_id)
+    version, fit = _browser(launch)
     files = _files(services().config.sqlalchemy_url, version.id, version.handout_name)
-    return InBrowser(launch, version, site(), fit, files)
+    return InBrowser(window_id, launch, version, site(), fit, files)
+
+
+def _window_csrf(window_id: str) -> str:
+    key = current_app.config["SECRET_KEY"].encode()
+    return hmac.new(key, f"lite:{window_id}".encode(), hashlib.sha256).hexdigest()
+
+
+def _check_header(window_id: str) -> Launch:
+    """A request of the window's own panel: signed in, and with the page's token in a header, which another
+    site's page cannot set."""
+    launch = _signed_in(window_id)
+    if not hmac.compare_digest(request.headers.get("X-CSRF-Token", ""), _window_csrf(window_id)):
+        abort(400, "The request was not sent from this page, or the page is too old. Reload it and try again.")
+    return launch
 
 
 @functools.lru_cache(maxsize=16)
@@ -89,26 +133,52 @@ def _files(database: str, version_id: int, handout_name: str) -> dict[str, bytes
     return handout_files(catalog.handout(services().db, version_id), handout_name)
 
 
-@bp.get("/<launch_id>/")
-def open_notebook(launch_id: str):
-    """Where "Open in the browser" leads: the handout's notebook in JupyterLite's notebook page."""
-    files = _launch(launch_id).files
-    page = url_for("lite.site_file", launch_id=launch_id, name="notebooks/index.html", path=notebook_path(files))
-    return redirect(page, 303)
+@bp.post("/open")
+def open_window():
+    """Where "Open in the browser" posts: a new window signed in for the launch in the form, led to the
+    handout's notebook. Nothing of the launch is in any URL of the window."""
+    launch = current_launch(request.form.get("launch", ""))
+    check_csrf(launch)
+    version, _ = _browser(launch)
+    files = _files(services().config.sqlalchemy_url, version.id, version.handout_name)
+    opened = lite_windows.open_window(services().db, launch)
+    page = url_for("lite.site_file", window_id=opened.window_id, name="notebooks/index.html", path=notebook_path(files))
+    response = redirect(page, 303)
+    response.set_cookie(
+        COOKIE + opened.window_id,
+        opened.token,
+        path=f"/lite/w/{opened.window_id}/",
+        httponly=True,
+        secure=request.is_secure,
+        samesite="Lax",
+    )
+    response.headers.update(NO_STORE)
+    return response
 
 
-@bp.get("/<launch_id>/jupyter-lite.json")
-def config(launch_id: str):
-    """The site's configuration with this launch's: the browser store of this student's work on this link,
-    the app on `window` (for the grading panel), and the packages the kernel loads."""
-    opened = _launch(launch_id)
-    launch = opened.launch
+@bp.get("/w/<window_id>/")
+def window_root(window_id: str):
+    """The window's own address: its notebook."""
+    path = notebook_path(_window(window_id).files)
+    return redirect(url_for("lite.site_file", window_id=window_id, name="notebooks/index.html", path=path), 303)
+
+
+@bp.get("/w/<window_id>/jupyter-lite.json")
+def config(window_id: str):
+    """The site's configuration with this window's: contents and settings kept in the page's memory only (the
+    tool keeps the work: drafts), the app on `window` (for the grading panel), the packages the kernel loads."""
+    opened = _window(window_id)
     data = copy.deepcopy(opened.site.config)
     page = data["jupyter-config-data"]
-    link = (launch.platform_id, launch.context_id, launch.resource_link_id)
-    store = storage_name(current_app.config["SECRET_KEY"], launch.user_id, link)
-    page.update(contentsStorageName=store, settingsStorageName=f"{store}-settings", exposeAppInBrowser="true")
-    page["appName"] = opened.version.title
+    page.update(
+        enableMemoryStorage=True,
+        contentsStorageDrivers=MEMORY_ONLY,
+        settingsStorageDrivers=MEMORY_ONLY,
+        contentsStorageName=f"window-{window_id}",
+        settingsStorageName=f"window-{window_id}-settings",
+        exposeAppInBrowser="true",
+        appName=opened.version.title,
+    )
     kernel = page.setdefault("litePluginSettings", {}).setdefault(KERNEL, {})
     kernel["disablePyPIFallback"] = True
     options = {**kernel.get("loadPyodideOptions", {}), "packages": list(opened.fit.packages)}
@@ -132,33 +202,106 @@ def lock_for_cdn(build_id: str):
     return cdn_lock(built, files), {"Cache-Control": f"public, max-age={YEAR}, immutable"}
 
 
-@bp.get("/<launch_id>/api/contents/all.json", defaults={"directory": ""})
-@bp.get("/<launch_id>/api/contents/<path:directory>/all.json")
-def contents(launch_id: str, directory: str):
-    """The handout's files as JupyterLite lists them (what the student starts from)."""
-    opened = _launch(launch_id)
-    model = listing(opened.files, directory, opened.version.created_at)
+def _work(opened: InBrowser) -> dict[str, bytes]:
+    """The files the window starts from: the handout, with the student's saved work over it."""
+    return {**opened.files, **lite_windows.drafts(services().db, opened.launch)}
+
+
+@bp.get("/w/<window_id>/api/contents/all.json", defaults={"directory": ""})
+@bp.get("/w/<window_id>/api/contents/<path:directory>/all.json")
+def contents(window_id: str, directory: str):
+    """The files as JupyterLite lists them (what the window starts from)."""
+    opened = _window(window_id)
+    model = listing(_work(opened), directory, opened.version.created_at)
     if model is None:
         abort(404)
     return model, NO_STORE
 
 
-@bp.get("/<launch_id>/files/<path:name>")
-def handout_file(launch_id: str, name: str):
-    data = _launch(launch_id).files.get(name)
+@bp.get("/w/<window_id>/files/<path:name>")
+def handout_file(window_id: str, name: str):
+    data = _work(_window(window_id)).get(name)
     if data is None:
         abort(404)
     return Response(data, mimetype="application/octet-stream", headers=NO_STORE)
 
 
-@bp.get("/<launch_id>/<path:name>")
-def site_file(launch_id: str, name: str):
+@bp.put("/w/<window_id>/drafts/<path:name>")
+def save_draft(window_id: str, name: str):
+    """The panel saves a file of the student's work here each time JupyterLite saves it (every few seconds)."""
+    launch = _check_header(window_id)
+    limit = services().config.max_upload_bytes
+    if (request.content_length or 0) > limit:
+        return {"error": f"This file is larger than the {limit / 2**20:.1f} MB the tool keeps. Nothing was saved."}, 413
+    try:
+        saved = lite_windows.save_draft(services().db, launch, name, request.get_data(cache=False), limit)
+    except lite_windows.DraftRefused as refused:
+        return {"error": str(refused)}, 400
+    return {"saved": saved.strftime("%H:%M:%S UTC")}, NO_STORE
+
+
+@bp.delete("/w/<window_id>/drafts/<path:name>")
+def delete_draft(window_id: str, name: str):
+    lite_windows.delete_draft(services().db, _check_header(window_id), name)
+    return {"deleted": name}, NO_STORE
+
+
+@bp.post("/w/<window_id>/alive")
+def alive(window_id: str):
+    """The open window's heartbeat: it stays signed in while it is open (see lite_windows.IDLE)."""
+    _check_header(window_id)
+    return {"alive": True}, NO_STORE
+
+
+@bp.post("/w/<window_id>/closing")
+def closing(window_id: str):
+    """Sent as the window closes or reloads (a beacon: no custom header): signed out soon unless it comes back.
+    Only a signed-in window may ask, and the cookie is SameSite=Lax: another site's page cannot send it."""
+    _signed_in(window_id)
+    lite_windows.closing(services().db, window_id)
+    return "", 204
+
+
+@bp.post("/w/<window_id>/leave")
+def leave(window_id: str):
+    """The student leaves the computer: every window of the launch signed out, and the browser told to clear
+    what the tool's pages keep on this computer (storage, service workers, cookies)."""
+    launch = _check_header(window_id)
+    lite_windows.sign_out(services().db, launch)
+    response = Response(current_app.json.dumps({"left": url_for("lite.left")}), mimetype="application/json")
+    response.headers["Clear-Site-Data"] = '"storage", "cookies"'
+    response.delete_cookie(COOKIE + window_id, path=f"/lite/w/{window_id}/")
+    response.headers.update(NO_STORE)
+    return response
+
+
+@bp.get("/left")
+def left():
+    return render_template(
+        "message.html",
+        heading="You have left this notebook",
+        message=(
+            "This window is signed out and nothing of your work is kept on this computer: the tool keeps it. "
+            "You can close this window."
+        ),
+        done=True,
+    )
+
+
+@bp.get("/w/<window_id>/attempts.json")
+def attempts(window_id: str):
+    """The panel follows an attempt here (as the assignment page does), without the launch in the window."""
+    return attempts_json_for(_signed_in(window_id))
+
+
+@bp.get("/w/<window_id>/<path:name>")
+def site_file(window_id: str, name: str):
     """The app's pages (with the grading panel) and its service worker from here; every other file of the
-    site (a page open loads about a hundred) from its shared, cached address, with only the launch checked."""
+    site (a page open loads about a hundred) from its shared, cached address, once the window is signed in."""
     if name in APP_PAGES:
-        opened = _launch(launch_id)
-        return _app_page(opened.launch, opened.site, name.removesuffix("index.html") + "index.html")
-    current_launch(launch_id)
+        opened = _window(window_id)
+        return _app_page(opened, name.removesuffix("index.html") + "index.html")
+    _signed_in(window_id)
     built = site()
     if built is None:
         abort(404)
@@ -169,13 +312,22 @@ def site_file(launch_id: str, name: str):
     return response
 
 
-def _app_page(launch: Launch, built: Site, name: str) -> Response:
-    page = (built.root / name).read_text()
+def _app_page(opened: InBrowser, name: str) -> Response:
+    page = (opened.site.root / name).read_text()
+    window = opened.window_id
+    launch = opened.launch
+    link = (launch.platform_id, launch.context_id, launch.resource_link_id)
     data = {
-        "submit": url_for("lite.submit", launch_id=launch.id),
-        "attempts": url_for("pages.attempts_json", launch_id=launch.id),
-        "csrf": csrf_token(launch),
+        "legacyStore": legacy_store(current_app.config["SECRET_KEY"], launch.user_id, link),
+        "submit": url_for("lite.submit", window_id=window),
+        "attempts": url_for("lite.attempts", window_id=window),
+        "drafts": url_for("lite.window_root", window_id=window) + "drafts/",
+        "alive": url_for("lite.alive", window_id=window),
+        "closing": url_for("lite.closing", window_id=window),
+        "leave": url_for("lite.leave", window_id=window),
+        "csrf": _window_csrf(window),
         "maxBytes": services().config.max_upload_bytes,
+        "heartbeatMs": int(lite_windows.HEARTBEAT.total_seconds() * 1000),
     }
     panel = Markup(
         '<script id="grader-data" type="application/json">{}</script>'
@@ -200,13 +352,10 @@ def shared(build_id: str, name: str):
     return response
 
 
-@bp.post("/<launch_id>/submit")
-def submit(launch_id: str):
-    """The grading panel sends the open notebook here; it becomes an attempt exactly as an upload does. The
-    CSRF token comes in a header, which another site's page cannot set."""
-    launch = current_launch(launch_id)
-    if not hmac.compare_digest(request.headers.get("X-CSRF-Token", ""), csrf_token(launch)):
-        abort(400, "The notebook was not sent from this page, or the page is too old. Reload it and try again.")
+@bp.post("/w/<window_id>/submit")
+def submit(window_id: str):
+    """The grading panel sends the open notebook here; it becomes an attempt exactly as an upload does."""
+    launch = _check_header(window_id)
     name = unquote(request.headers.get("X-Notebook-Name", ""))[:300] or "notebook.ipynb"
     try:
         attempt, new = take_notebook(launch, name, request.get_data(cache=False))

@@ -146,7 +146,11 @@ def _back_with_error(launch: Launch, message: str):
 @bp.get("/<launch_id>/attempts.json")
 def attempts_json(launch_id: str):
     """The page polls this to show status changes live (the same HTML as the page, from one template)."""
-    launch = current_launch(launch_id)
+    return attempts_json_for(current_launch(launch_id))
+
+
+def attempts_json_for(launch: Launch) -> dict:
+    """The launch's attempts as the page shows them, and whether any is still on its way."""
     attempts = attempt_rows(launch, rules_for(services(), launch))
     pending = any(a["pending"] for a in attempts)
     return {"attempts": attempts, "pending": pending, "html": render_template("attempts.html", attempts=attempts)}

@@ -1,7 +1,8 @@
 """The notebook in the browser (JupyterLite), in real Chromium with its default cookie policy, from the local
 LMS: a student opens Decode from the course page, answers by typing into cells, checks a public test, reloads
-without losing the work, submits from the notebook's page and gets 16/16 in the gradebook; a second student
-on the same browser starts from a blank notebook; the hidden tests are nowhere on the site.
+without losing the work (the tool keeps it), submits from the notebook's page and gets 16/16 in the gradebook; a
+second student on the same browser starts from a blank notebook; the hidden tests are nowhere on the site. A shared
+lab computer: what one student's code in the browser can reach of another's, and of their other windows.
 
 What the student waits for (a ready kernel, submit to score) goes to test-artifacts/e2e/lite-timings.json;
 `make bench` measures it on a quiet machine (bench/bench_lite.py)."""
@@ -13,8 +14,10 @@ import re
 import time
 
 import pytest
+import sqlalchemy
 from playwright.sync_api import Page, expect
 
+from lti_service.lite import legacy_store
 from tests.e2e.helpers import course_launch, tool_frame
 from tests.lti_service.tool import wait_for
 from tests.submissions import ROOT
@@ -58,12 +61,12 @@ def kernel_ready(lite: Page) -> float:
     return time.monotonic() - started
 
 
-def open_in_browser(page: Page, lms, user: str) -> Page:
+def open_in_browser(page: Page, lms, user: str, link: str = LINK) -> Page:
     """The student's launch from the course, then "Open in the browser": the notebook's window, once the
     notebook is open in it (its kernel may still be starting)."""
-    page.goto(course_launch(lms, user, context_id=COURSE, resource_link=LINK))
+    page.goto(course_launch(lms, user, context_id=COURSE, resource_link=link))
     with page.expect_popup() as opened:
-        tool_frame(page).get_by_role("link", name="Open in the browser").click()
+        tool_frame(page).get_by_role("button", name="Open in the browser").click()
     opened.value.wait_for_function(NOTEBOOK_OPEN)
     return opened.value
 
@@ -113,7 +116,8 @@ def test_a_student_works_and_submits_in_the_browser(lms, page, browser, screensh
     check_output(lite, "passed!")  # ...and passes once answered
     screenshot(lite, "lite-checked")
 
-    lite.wait_for_function(SAVED, timeout=30_000)  # autosaved in the browser, no click needed
+    lite.wait_for_function(SAVED, timeout=30_000)  # autosaved, no click needed...
+    expect(lite.locator("#grader-saved")).to_contain_text("Saved with the tool", timeout=30_000)  # ...by the tool
     lite.reload()
     lite.wait_for_function(NOTEBOOK_OPEN)
     assert cell_text(lite, FIRST) == ANSWERS[FIRST], "the work did not survive a reload"
@@ -150,3 +154,143 @@ def test_a_student_works_and_submits_in_the_browser(lms, page, browser, screensh
     other.close()
     away = [url for url in seen if not re.match(r"(https?://127\.0\.0\.[12]:\d+/|data:|blob:)", url)]
     assert not away, f"requests left the tool and the LMS: {away[:5]}"
+
+
+RUN_IN_KERNEL = """async (code) => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const out = [];
+  const future = kernel.requestExecute({ code });
+  future.onIOPub = (msg) => {
+    if (msg.header.msg_type === "stream") out.push(msg.content.text);
+    if (msg.header.msg_type === "error") out.push(`${msg.content.ename}: ${msg.content.evalue}`);
+  };
+  await future.done;
+  return out.join("");
+}"""
+EVERYTHING_STORED = """async () => {
+  // What any code of the tool's origin can read in this browser: every IndexedDB database with every record,
+  // localStorage, and the Cache Storage's URLs.
+  const found = [JSON.stringify(Object.entries(localStorage))];
+  for (const { name } of await indexedDB.databases()) {
+    const db = await new Promise((ok, fail) => {
+      const r = indexedDB.open(name);
+      r.onsuccess = () => ok(r.result);
+      r.onerror = fail;
+    });
+    for (const store of db.objectStoreNames) {
+      const all = await new Promise((ok) => {
+        const r = db.transaction(store).objectStore(store).getAll();
+        r.onsuccess = () => ok(r.result);
+      });
+      found.push(name, store, JSON.stringify(all));
+    }
+    db.close();
+  }
+  for (const cache of await caches.keys()) found.push(...(await (await caches.open(cache)).keys()).map((r) => r.url));
+  return found.join("\\n");
+}"""
+MARKER = "# Ada's own words, 7f3e"
+
+
+def run_python(lite: Page, code: str) -> str:
+    """Run code in the window's kernel (Pyodide), as a student's cell would; what it printed or raised."""
+    lite.wait_for_function(KERNEL_STATUS, timeout=KERNEL_TIMEOUT_MS)
+    return lite.evaluate(RUN_IN_KERNEL, code)
+
+
+def test_a_shared_lab_computer_keeps_nothing_of_one_student_for_the_next(lms, page, browser, screenshot):
+    """Ada works in the browser and leaves the computer; Grace, next on the same browser profile, finds none of
+    Ada's work in its storage, cannot open Ada's window from its address (the history), and her Python cannot
+    fetch Ada's files either. Under the old tool, Ada's launch id was the address and her store was readable."""
+    seen: list[str] = []
+    browser.on("request", lambda request: seen.append(request.url))
+    ada = open_in_browser(page, lms, "student-ada")
+    launch_id = tool_frame(page).locator("input[name=launch]").get_attribute("value")
+    type_answers(ada, {FIRST: f"{ANSWERS[FIRST]}\n{MARKER}"})
+    expect(ada.locator("#grader-saved")).to_contain_text("Saved with the tool", timeout=30_000)
+    ada_urls = sorted({url for url in seen if "/lite/w/" in url})
+    assert ada_urls and not [url for url in seen if launch_id in url and "/lite/" in url], "a launch id in a URL"
+    ada_window = ada.url
+    ada.get_by_role("button", name="Leave this computer").click()
+    ada.wait_for_url("**/lite/left")
+    expect(ada.get_by_role("heading")).to_have_text("You have left this notebook")
+    screenshot(ada, "lite-left")
+    ada.close()
+
+    grace = open_in_browser(page, lms, "student-grace")
+    stored = grace.evaluate(EVERYTHING_STORED)
+    assert MARKER not in stored and "7f3e" not in stored, "Ada's work is readable in the browser's storage"
+    probe = "import js\nfor url in %s:\n    r = await js.fetch(url)\n    print(r.status, r.url, %r in await r.text())"
+    fetched = run_python(grace, probe % (ada_urls, MARKER)).splitlines()
+    assert len(fetched) == len(ada_urls), fetched
+    for line in fetched:  # the site's own files, the same for everyone, come from the cache; nothing of Ada's
+        status, url, leaked = line.split()
+        assert leaked == "False" and (status in ("401", "404") or "/lite/site/" in url), line
+    assert any(line.startswith("401") for line in fetched)
+    from_history = grace.context.new_page()
+    from_history.goto(ada_window)
+    expect(from_history.get_by_role("heading")).to_have_text("Signed out")
+    assert MARKER not in from_history.content()
+    screenshot(from_history, "lite-history-signed-out")
+    from_history.close()
+    grace.close()
+
+
+def test_two_windows_of_one_student_never_answer_each_others_file_reads(lms, page, browser):
+    """Ada has two assignments open at once. Her kernel in one window reads its own files, and never a file
+    that only the other window has (JupyterLite's file channel was one per origin, answered by every window)."""
+    first = open_in_browser(page, lms, "student-ada")
+    second_page = browser.new_page()
+    second = open_in_browser(second_page, lms, "student-ada", link=f"{LINK}-other")
+    second.evaluate(
+        "() => window.jupyterapp.serviceManager.contents.save('only-here.txt', "
+        "{type: 'file', format: 'text', content: 'the other window'})"
+    )
+    assert "the other window" in run_python(second, "print(open('only-here.txt').read())"), "its own files"
+    assert "kernelspec" in run_python(first, "print(open('decode.ipynb').read()[:200])"), "its own files"
+    other = run_python(first, "print(open('only-here.txt').read())")
+    assert "FileNotFoundError" in other and "the other window" not in other, other
+    second_page.close()
+    for window in (first, second):
+        window.close()
+
+
+SEED_LEGACY_STORE = """async ([name, notebook]) => {
+  const db = await new Promise((ok, fail) => {
+    const opening = indexedDB.open(name, 1);
+    opening.onupgradeneeded = () => opening.result.createObjectStore("files");
+    opening.onsuccess = () => ok(opening.result);
+    opening.onerror = fail;
+  });
+  const model = { name: "decode.ipynb", path: "decode.ipynb", type: "notebook", format: "json", content: notebook };
+  await new Promise((ok) => {
+    const tx = db.transaction("files", "readwrite");
+    tx.objectStore("files").put(model, "decode.ipynb");
+    tx.oncomplete = ok;
+  });
+  db.close();
+}"""
+
+
+def test_work_an_earlier_version_kept_in_the_browser_moves_to_the_tool_and_leaves_the_browser(lms, page, browser):
+    """Before this version, the work was kept in the browser's IndexedDB (readable by any code of the origin).
+    The student's next window moves it to the tool, deletes it from the browser, and shows it."""
+    page.goto(course_launch(lms, "student-ada", context_id=COURSE, resource_link=f"{LINK}-legacy"))
+    engine = sqlalchemy.create_engine(f"sqlite:///{lms.tool.data_dir / 'decode-grader.db'}")
+    with engine.connect() as connection:
+        platform_id = connection.execute(sqlalchemy.text("SELECT id FROM platforms")).scalar_one()
+    engine.dispose()
+    secret = (lms.tool.data_dir / "secret_key").read_text().strip()
+    name = legacy_store(secret, "student-ada", (platform_id, COURSE, f"{LINK}-legacy"))
+    notebook = {**STUDENT, "cells": [dict(cell) for cell in STUDENT["cells"]]}
+    notebook["cells"][FIRST] = {**notebook["cells"][FIRST], "source": f"{ANSWERS[FIRST]}\n{MARKER}"}
+    seeder = browser.new_page()
+    seeder.goto(f"{lms.tool.url}/lite/left")
+    seeder.evaluate(SEED_LEGACY_STORE, [name, notebook])
+    seeder.close()
+
+    lite = open_in_browser(page, lms, "student-ada", link=f"{LINK}-legacy")
+    lite.wait_for_function(f"() => {CELL}.get({FIRST}).sharedModel.source.includes({json.dumps(MARKER)})")
+    names = lite.evaluate("async () => (await indexedDB.databases()).map((db) => db.name)")
+    assert name not in names, "the old store is still in the browser"
+    lite.close()

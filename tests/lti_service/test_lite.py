@@ -1,20 +1,27 @@
-"""The notebook in the browser, as the tool serves it per launch (views/lite.py): the launch's configuration
-and files, nothing of the hidden tests, the shared site cached, and "Submit for grading" an attempt exactly
-like an upload (authorised by the launch, CSRF-safe). The browser itself: tests/e2e/test_lite_browser.py."""
+"""The notebook in the browser, as the tool serves it per window (views/lite.py, lite_windows.py): opened by a
+form (no credential in any URL), signed in by a cookie of the window's own path and signed out when it closes,
+idles or leaves; the student's work kept by the tool and never in the browser's storage; the launch's files and
+nothing of the hidden tests; the shared site cached; "Submit for grading" an attempt exactly like an upload.
+The browser itself: tests/e2e/test_lite_browser.py."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import re
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import parse_qs, urljoin, urlparse
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlparse
 
 import pytest
 import requests
 import sqlalchemy
 
+from lti_service import lite_windows
 from lti_service.config import ROOT
+from lti_service.db import utcnow
 from lti_service.lite import browser_fit, load_site
 from tests.lti_service.conftest import notebook_bytes
 from tests.lti_service.tool import wait_for
@@ -23,11 +30,32 @@ SITE = ROOT / "build/lite/site"
 AUTOGRADER_ZIP = ROOT / "dist/autograder/decode-autograder.zip"
 
 
-def lite_url(page) -> str:
-    """Where the student page's "Open in the browser" leads."""
-    found = re.search(r'id="open-in-browser" href="([^"]+)"', page.html)
-    assert found, "the student page offers no “Open in the browser”"
-    return urljoin(page.url, found.group(1))
+@dataclass
+class Window:
+    """A notebook window opened from a student's page: its address (no credential in it), its page's token,
+    and the browser (session) whose cookie signs it in."""
+
+    base: str
+    csrf: str
+    session: requests.Session
+
+    def get(self, path: str = "", **kwargs) -> requests.Response:
+        return self.session.get(self.base + path, timeout=10, **kwargs)
+
+    def send(self, method: str, path: str, data: bytes = b"", csrf: str | None = None) -> requests.Response:
+        headers = {"X-CSRF-Token": self.csrf if csrf is None else csrf}
+        return self.session.request(method, self.base + path, data=data, headers=headers, timeout=30)
+
+
+def open_window(page) -> Window:
+    """What "Open in the browser" does: post the page's form; the window once its notebook page is open."""
+    form = re.search(r'<form method="post" action="([^"]+)" target="_blank" [^>]*id="open-in-browser-form"', page.html)
+    assert form, "the student page offers no “Open in the browser”"
+    fields = dict(re.findall(r'name="(launch|csrf_token)" value="([^"]+)"', page.html[form.start() :]))
+    opened = page.session.post(urljoin(page.url, form.group(1)), data=fields, timeout=10)
+    assert opened.status_code == 200, opened.text[:500]
+    data = json.loads(re.search(r'<script id="grader-data" type="application/json">(.*?)</script>', opened.text)[1])
+    return Window(opened.url.split("notebooks/")[0], data["csrf"], page.session)
 
 
 def hidden_test_names() -> set[str]:
@@ -42,11 +70,31 @@ def hidden_test_names() -> set[str]:
     return names
 
 
-def submit(page, body: bytes, csrf: str | None = None, url: str | None = None) -> requests.Response:
+def submit(window: Window, body: bytes, csrf: str | bool | None = None) -> requests.Response:
     headers = {"Content-Type": "application/x-ipynb+json", "X-Notebook-Name": "decode.ipynb"}
     if csrf is not False:
-        headers["X-CSRF-Token"] = csrf or page.csrf
-    return page.session.post(url or f"{lite_url(page)}submit", data=body, headers=headers, timeout=30)
+        headers["X-CSRF-Token"] = csrf or window.csrf
+    return window.session.post(f"{window.base}submit", data=body, headers=headers, timeout=30)
+
+
+@contextmanager
+def tool_db(lms) -> Iterator[sqlalchemy.Connection]:
+    engine = sqlalchemy.create_engine(f"sqlite:///{lms.tool.data_dir / 'decode-grader.db'}")
+    try:
+        with engine.begin() as connection:
+            yield connection
+    finally:
+        engine.dispose()
+
+
+def window_id(window: Window) -> str:
+    return urlparse(window.base).path.split("/")[3]
+
+
+def expiry(lms, window: Window) -> dt.datetime:
+    with tool_db(lms) as connection:
+        query = sqlalchemy.text("SELECT expires_at FROM lite_windows WHERE id = :id")
+        return dt.datetime.fromisoformat(str(connection.execute(query, {"id": window_id(window)}).scalar_one()))
 
 
 def test_the_site_is_built():
@@ -54,60 +102,128 @@ def test_the_site_is_built():
 
 
 def test_open_in_the_browser_leads_to_the_notebook_page_with_the_grading_panel(lms):
-    page = lms.open("student-ada", "lite-open")
-    opened = page.session.get(lite_url(page), timeout=10)
+    window = open_window(lms.open("student-ada", "lite-open"))
+    opened = window.get("notebooks/index.html?path=decode.ipynb")
     assert opened.status_code == 200
-    assert urlparse(opened.url).path.endswith("/notebooks/index.html")
-    assert parse_qs(urlparse(opened.url).query)["path"] == ["decode.ipynb"]
     assert 'id="grader-data"' in opened.text and "/static/lite.js" in opened.text
     policy = opened.headers["Content-Security-Policy"]
     assert "frame-ancestors 'none'" in policy and "'wasm-unsafe-eval'" in policy
     assert opened.headers["Cache-Control"] == "no-store"
+    assert opened.headers["Referrer-Policy"] == "no-referrer"
+    assert window.get().url.endswith("/notebooks/index.html?path=decode.ipynb"), "the window's own address"
 
 
-def test_each_student_and_each_link_keeps_its_work_in_a_store_of_its_own(lms):
-    def config(user: str, link: str) -> dict:
-        page = lms.open(user, link)
-        return page.session.get(f"{lite_url(page)}jupyter-lite.json", timeout=10).json()["jupyter-config-data"]
+def test_no_url_of_the_window_carries_a_credential_and_its_address_alone_opens_nothing(lms):
+    page = lms.open("student-ada", "lite-urls")
+    launch_id = page.url.rsplit("/", 1)[1]
+    seen: list[requests.Response] = []
+    page.session.hooks["response"].append(lambda response, **_: seen.append(response))
+    window = open_window(page)
+    window.get("jupyter-lite.json")
+    window.get("api/contents/all.json")
+    urls = [url for response in seen for url in (response.url, response.headers.get("Location", ""))]
+    assert urls and not [url for url in urls if launch_id in url or page.csrf in url], urls
+    app_page = window.get("notebooks/index.html").text
+    assert launch_id not in app_page and page.csrf not in app_page, "the window never holds the launch"
+    (cookie,) = [c for c in page.session.cookies if c.name.startswith("lite-")]
+    assert cookie.path == urlparse(window.base).path and cookie.has_nonstandard_attr("HttpOnly")
 
-    first, again, other, other_link = (
-        config("student-ada", "lite-store"),
-        config("student-ada", "lite-store"),
-        config("student-grace", "lite-store"),
-        config("student-ada", "lite-store-2"),
-    )
-    stores = [c["contentsStorageName"] for c in (first, again, other, other_link)]
-    assert stores[0] == stores[1], "a new launch of the same student and link must find the work again"
-    assert len({stores[0], stores[2], stores[3]}) == 3
-    kernel = first["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    next_user = requests.Session()  # the next person at the computer, with the address from the history
+    for path in ("", "notebooks/index.html", "jupyter-lite.json", "api/contents/all.json", "files/decode.ipynb"):
+        refused = next_user.get(window.base + path, timeout=10, headers={"Accept": "text/html"})
+        assert refused.status_code == 401 and "signed out" in refused.text, path
+    assert submit(Window(window.base, window.csrf, next_user), notebook_bytes()).status_code == 401
+    guessed = requests.Session()
+    guessed.cookies.set(cookie.name, "x" * 43, path=cookie.path)
+    assert guessed.get(window.base + "jupyter-lite.json", timeout=10).status_code == 401
+    assert page.session.get(urljoin(window.base, f"/lite/{launch_id}/"), timeout=10).status_code == 404
+    assert page.attempts() == []
+
+
+def test_a_window_is_signed_out_when_it_closes_when_idle_and_when_the_student_leaves(lms):
+    page = lms.open("student-ada", "lite-sign-out")
+    window, other = open_window(page), open_window(page)
+    assert window.send("POST", "alive").status_code == 200
+    assert window.send("POST", "closing").status_code == 204
+    assert expiry(lms, window) - utcnow() <= lite_windows.CLOSING, "a closed window is signed in only for a reload"
+    assert window.get("jupyter-lite.json").status_code == 200, "a reload within that time brings it back"
+    assert expiry(lms, window) - utcnow() > lite_windows.IDLE - lite_windows.HEARTBEAT
+
+    with tool_db(lms) as connection:  # then idle for longer than IDLE
+        idle = sqlalchemy.text("UPDATE lite_windows SET expires_at = :when WHERE id = :id")
+        connection.execute(idle, {"when": utcnow() - dt.timedelta(seconds=1), "id": window_id(window)})
+    assert window.get("jupyter-lite.json").status_code == 401
+    assert window.send("POST", "alive").status_code == 401
+
+    assert other.send("POST", "leave", csrf="0" * 64).status_code == 400, "only the window's own page leaves"
+    leaving = other.send("POST", "leave")
+    assert leaving.status_code == 200 and leaving.headers["Clear-Site-Data"] == '"storage", "cookies"'
+    assert other.get("jupyter-lite.json").status_code == 401
+    goodbye = requests.get(urljoin(other.base, leaving.json()["left"]), timeout=10).text
+    assert "nothing of your work is kept on this computer" in goodbye
+    assert open_window(page).get("jupyter-lite.json").status_code == 200, "opening it again signs in anew"
+
+
+def test_the_work_is_kept_by_the_tool_never_in_the_browsers_storage(lms):
+    ada = open_window(lms.open("student-ada", "lite-store"))
+    config = ada.get("jupyter-lite.json").json()["jupyter-config-data"]
+    assert config["enableMemoryStorage"] is True
+    assert config["contentsStorageDrivers"] == config["settingsStorageDrivers"] == ["memoryStorageDriver"]
+    kernel = config["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
     assert kernel["disablePyPIFallback"] is True
     assert kernel["loadPyodideOptions"]["packages"] == ["numpy", "pandas", "matplotlib", "ipywidgets", "otter-grader"]
     assert "lockFileURL" not in kernel["loadPyodideOptions"], "Pyodide's own lock, beside it on this tool"
     assert re.fullmatch(r"/lite/site/\w+/static/pyodide/pyodide\.js", kernel["pyodideUrl"])
-    assert first["exposeAppInBrowser"] == "true"
-    assert first["appName"] == "Decode: one token at a time", "the window is named after the assignment"
+    assert config["exposeAppInBrowser"] == "true"
+    assert config["appName"] == "Decode: one token at a time", "the window is named after the assignment"
+
+    work = notebook_bytes()
+    saved = ada.send("PUT", "drafts/decode.ipynb", work)
+    assert saved.status_code == 200 and "saved" in saved.json()
+    assert ada.send("PUT", "drafts/notes/plan.txt", b"prefill, then decode").status_code == 200
+    again = open_window(lms.open("student-ada", "lite-store"))  # a reload or a new launch: from the tool
+    assert again.get("files/decode.ipynb").content == work
+    assert [e["path"] for e in again.get("api/contents/notes/all.json").json()["content"]] == ["notes/plan.txt"]
+    for other in (open_window(lms.open("student-grace", "lite-store")), open_window(lms.open("student-ada", "x"))):
+        assert other.get("files/decode.ipynb").content == (ROOT / "dist/student/decode.ipynb").read_bytes()
+        assert other.get("files/notes/plan.txt").status_code == 404
+    assert again.send("DELETE", "drafts/notes/plan.txt").status_code == 200
+    assert again.get("files/notes/plan.txt").status_code == 404
+
+
+def test_drafts_past_their_bounds_are_refused_in_the_students_words_and_keep_what_was_saved(lms):
+    window = open_window(lms.open("student-grace", "lite-draft-bounds"))
+    assert window.send("PUT", "drafts/decode.ipynb", b"kept").status_code == 200
+    big = window.send("PUT", "drafts/decode.ipynb", b"x" * (2 * 1024 * 1024))
+    assert big.status_code == 413 and "Nothing was saved" in big.json()["error"]
+    assert window.send("PUT", "drafts/decode.ipynb", b"x", csrf="").status_code == 400
+    for name in ("a/%2e%2e/b.txt", "a//b.txt", "%00.txt", "x" * 400):
+        assert window.send("PUT", f"drafts/{name}", b"x").status_code in (400, 404), name
+    for number in range(lite_windows.MAX_DRAFT_FILES - 1):
+        assert window.send("PUT", f"drafts/scratch/{number}.txt", b"x").status_code == 200
+    full = window.send("PUT", "drafts/one-too-many.txt", b"x")
+    assert full.status_code == 400 and "delete files you no longer need" in full.json()["error"]
+    assert window.get("files/decode.ipynb").content == b"kept"
 
 
 def test_the_browser_gets_the_handout_and_nothing_of_the_hidden_tests(lms):
-    page = lms.open("student-ada", "lite-files")
-    base = lite_url(page)
-    listing = page.session.get(f"{base}api/contents/all.json", timeout=10).json()
+    window = open_window(lms.open("student-ada", "lite-files"))
+    listing = window.get("api/contents/all.json").json()
     assert [entry["path"] for entry in listing["content"]] == ["decode.ipynb"]
-    handout = page.session.get(f"{base}files/decode.ipynb", timeout=10)
+    handout = window.get("files/decode.ipynb")
     assert handout.content == (ROOT / "dist/student/decode.ipynb").read_bytes()
-    seen = [listing, handout.text, page.session.get(f"{base}jupyter-lite.json", timeout=10).text]
-    seen.append(page.session.get(f"{base}notebooks/index.html", timeout=10).text)
+    seen = [listing, handout.text, window.get("jupyter-lite.json").text, window.get("notebooks/index.html").text]
     assert not any(name in str(text) for text in seen for name in hidden_test_names())
     for guess in ("files/tests/ms_per_token.py", "files/autograder.zip", "files/../../a", "api/contents/tests/all.json",
                   "files/%2e%2e/%2e%2e/etc/passwd"):  # fmt: skip
-        response = page.session.get(base + guess, timeout=10, allow_redirects=True)
-        assert response.status_code == 404, guess
+        response = window.get(guess, allow_redirects=True)
+        assert response.status_code in (401, 404), guess
         assert not any(name in response.text for name in hidden_test_names())
 
 
 def test_the_sites_own_files_are_shared_and_cached_but_never_outside_the_site(lms):
-    page = lms.open("student-ada", "lite-cache")
-    response = page.session.get(f"{lite_url(page)}static/pyodide/pyodide-lock.json", timeout=10, allow_redirects=False)
+    window = open_window(lms.open("student-ada", "lite-cache"))
+    response = window.get("static/pyodide/pyodide-lock.json", allow_redirects=False)
     assert response.status_code == 308
     shared = urljoin(response.url, response.headers["Location"])
     assert re.search(r"/lite/site/\w+/static/pyodide/pyodide-lock\.json$", shared)
@@ -118,13 +234,15 @@ def test_the_sites_own_files_are_shared_and_cached_but_never_outside_the_site(lm
     assert requests.get(root.replace("/site/", "/site/x") + "jupyter-lite.json", timeout=10).status_code == 404
     for escape in ("../../../etc/passwd", "%2e%2e/%2e%2e/lti_service/config.py", "..%2f..%2fpyproject.toml"):
         assert requests.get(root + escape, timeout=10).status_code == 404, escape
-    worker = page.session.get(f"{lite_url(page)}service-worker.js", timeout=10, allow_redirects=False)
+    worker = window.get("service-worker.js", allow_redirects=False)
     assert worker.status_code == 200, "a service worker's script must come from its scope, never redirected"
+    assert "self.registration.scope" in worker.text, "each window's service worker has a file channel of its own"
 
 
 def test_submit_for_grading_makes_an_attempt_like_an_upload(lms):
     page = lms.open("student-ada", "lite-submit")
-    answer = submit(page, notebook_bytes())
+    window = open_window(page)
+    answer = submit(window, notebook_bytes())
     assert answer.status_code == 200, answer.text
     assert answer.json()["new"] is True and answer.json()["number"] == 1
     attempts = page.wait_graded(1)
@@ -132,19 +250,21 @@ def test_submit_for_grading_makes_an_attempt_like_an_upload(lms):
     assert wait_for(lambda: page.attempts()[0]["gradebook"] == "sent to the gradebook", timeout=30)
     (score,) = lms.scores("student-ada")
     assert score["score_given"] == score["score_maximum"], score
-    again = submit(page, notebook_bytes())
+    assert window.get("attempts.json").json()["attempts"][0]["score"] == 16, "the panel follows it in the window"
+    again = submit(window, notebook_bytes())
     assert (again.json()["new"], again.json()["number"]) == (False, 1), "the same notebook makes no new attempt"
 
 
 def test_submit_is_refused_without_the_pages_token_or_with_what_is_not_the_notebook(lms):
     page = lms.open("student-grace", "lite-refused")
-    assert submit(page, notebook_bytes(), csrf=False).status_code == 400
-    assert submit(page, notebook_bytes(), csrf="0" * 64).status_code == 400
-    wrong = submit(page, b'{"cells": "not a notebook"}')
+    window = open_window(page)
+    assert submit(window, notebook_bytes(), csrf=False).status_code == 400
+    assert submit(window, notebook_bytes(), csrf="0" * 64).status_code == 400
+    wrong = submit(window, b'{"cells": "not a notebook"}')
     assert wrong.status_code == 400 and "Nothing was saved" in wrong.json()["error"]
-    assert submit(page, b"x" * (2 * 1024 * 1024)).status_code == 413
-    gone = submit(page, notebook_bytes(), url=lite_url(page).replace("/lite/", "/lite/expired") + "submit")
-    assert gone.status_code == 404
+    assert submit(window, b"x" * (2 * 1024 * 1024)).status_code == 413
+    elsewhere = Window(window.base.replace("/lite/w/", "/lite/w/x"), window.csrf, window.session)
+    assert submit(elsewhere, notebook_bytes()).status_code == 401
     assert page.attempts() == []
 
 
@@ -176,12 +296,12 @@ def requirements(lms, text: str) -> Iterator[None]:
 
 
 def test_an_assignment_whose_packages_do_not_run_in_the_browser_keeps_download_and_upload_only(lms):
-    url = lite_url(lms.open("student-ada", "lite-no-browser"))
+    window = open_window(lms.open("student-ada", "lite-no-browser"))
     with requirements(lms, "datascience"):
         page = lms.open("student-ada", "lite-no-browser")
         assert 'id="open-in-browser"' not in page.html
         assert 'id="upload-form"' in page.html and "Download the notebook" in page.html
-        refused = page.session.get(url, timeout=10)
+        refused = window.get("jupyter-lite.json")
         assert refused.status_code == 404 and "download the notebook" in refused.text
 
 

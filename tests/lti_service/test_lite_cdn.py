@@ -11,16 +11,16 @@ from urllib.parse import urljoin
 import requests
 
 from lti_service.lite import load_site
-from tests.lti_service.test_lite import SITE, lite_url
+from tests.lti_service.test_lite import SITE, open_window
 
 CDN = "https://cdn.example.edu/pyodide/v0.27.7/full/"
 TOOL_ENV = {"LITE_PYODIDE_URL": CDN}
 
 
 def test_pyodide_from_the_cdn_and_the_tools_own_wheels_from_the_tool(lms):
-    page = lms.open("student-ada", "lite-cdn")
-    base = lite_url(page)
-    config = page.session.get(f"{base}jupyter-lite.json", timeout=10).json()["jupyter-config-data"]
+    window = open_window(lms.open("student-ada", "lite-cdn"))
+    base = window.base
+    config = window.get("jupyter-lite.json").json()["jupyter-config-data"]
     kernel = config["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
     assert kernel["pyodideUrl"] == CDN + "pyodide.js"
     lock = requests.get(urljoin(base, kernel["loadPyodideOptions"]["lockFileURL"]), timeout=10).json()
@@ -32,7 +32,7 @@ def test_pyodide_from_the_cdn_and_the_tools_own_wheels_from_the_tool(lms):
     assert wheel.url.startswith(lms.tool.url), "Otter's wheel comes from the tool"
     assert hashlib.sha256(wheel.content).hexdigest() == entries["otter-grader"]["sha256"]
 
-    opened = page.session.get(base, timeout=10)
+    opened = window.get()
     policy = opened.headers["Content-Security-Policy"]
     assert "https://cdn.example.edu" in policy.split("script-src")[1].split(";")[0]
     assert "https://cdn.example.edu" in policy.split("connect-src")[1].split(";")[0]
