@@ -100,8 +100,8 @@ def _database_unavailable(error: OperationalError):
 
 def _security_headers(response):
     """Frameable only by registered platforms; scripts only from this tool (unless a view set its own policy:
-    the notebook in the browser, views/lite.py)."""
-    from flask import current_app
+    the notebook in the browser, views/lite.py); a launch's pages and files never kept in the browser's cache."""
+    from flask import current_app, request
 
     origins = current_app.extensions["services"].platforms.frame_origins()
     response.headers.setdefault(
@@ -112,4 +112,6 @@ def _security_headers(response):
     )
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
+    if request.path.startswith("/a/"):  # a student's pages and files: nothing left in a shared browser
+        response.headers.setdefault("Cache-Control", "no-store")
     return response

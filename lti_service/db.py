@@ -88,7 +88,7 @@ class KeyValue(Base):
 
 
 class Launch(Base):
-    """A validated launch. Its random id is the capability the browser carries in URLs."""
+    """A validated launch. Its random id is in its pages' URLs; with the launch cookie, the capability."""
 
     __tablename__ = "launches"
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -103,6 +103,9 @@ class Launch(Base):
     claims: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     expires_at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)
+    binding_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """SHA-256 of the launch cookie's token where the browser keeps the tool's cookies (views/launches.py):
+    then the launch id in a URL opens nothing without it; None where only the platform's storage worked"""
 
 
 class Attempt(LinkScoped, Base):

@@ -1,4 +1,4 @@
-"""The OIDC state cookie, set so that it survives inside the LMS's iframe.
+"""The OIDC state cookie and the launch cookie, set so that they survive inside the LMS's iframe.
 
 A cookie set in a cross-site iframe is kept only with `SameSite=None; Secure`, and where the browser blocks
 third-party cookies (Chrome's default in incognito windows and for a growing share of users, Firefox's
@@ -10,11 +10,13 @@ addresses ("potentially trustworthy"), so the local set-up of `make run` behaves
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 
 from flask import Response, request
 
 PREFIX = "lti1p3-state-"
+LAUNCH_PREFIX = "lti1p3-launch-"
 
 
 def _trustworthy() -> bool:
@@ -31,12 +33,32 @@ def _trustworthy() -> bool:
 
 def set_state_cookie(response: Response, state: str, max_age: int) -> None:
     """The cookie that ties the launch to the browser that started the login."""
+    _set_frame_cookie(response, PREFIX + state, state, "/", max_age)
+
+
+def set_launch_cookie(response: Response, launch_id: str, token: str, path: str) -> None:
+    """The cookie that ties a launch's pages (under `path`) to the browser that launched it, so that their
+    URLs, which a browser keeps (history, downloads), open nothing elsewhere. A session cookie: it goes when
+    the browser closes; inside the LMS's frame it is partitioned, so not even a top-level window of the same
+    browser has it."""
+    _set_frame_cookie(response, launch_cookie_name(launch_id), token, path, None)
+
+
+def launch_cookie(launch_id: str) -> str | None:
+    return request.cookies.get(launch_cookie_name(launch_id))
+
+
+def launch_cookie_name(launch_id: str) -> str:
+    return LAUNCH_PREFIX + hashlib.sha256(launch_id.encode()).hexdigest()[:16]
+
+
+def _set_frame_cookie(response: Response, name: str, value: str, path: str, max_age: int | None) -> None:
     secure = _trustworthy()
     response.set_cookie(
-        PREFIX + state,
-        state,
+        name,
+        value,
         max_age=max_age,
-        path="/",
+        path=path,
         httponly=True,
         secure=secure,
         samesite="None" if secure else "Lax",

@@ -1,5 +1,7 @@
-"""The launch behind a request to the tool's pages: the launch id in the URL is the capability (expired
-or unknown: 404), forms carry a token derived from it (CSRF), and what the launch's role allows."""
+"""The launch behind a request to the tool's pages: the launch id in the URL with, where the browser keeps
+the tool's cookies, the launch cookie (so that a URL a browser keeps, in its history or its downloads, opens
+nothing for the next person at the computer); expired, unknown or without its cookie: 404. Forms carry a
+token derived from the launch (CSRF), and the launch's role says what it may do."""
 
 from __future__ import annotations
 
@@ -9,16 +11,32 @@ import hmac
 from flask import abort, current_app, request
 
 from ..db import Launch, utcnow
+from ..lti.cookies import launch_cookie
 from ..lti.roles import is_course_staff
 from . import services
 
 
-def current_launch(launch_id: str) -> Launch:
+def current_launch(launch_id: str, cookie_path: bool = True) -> Launch:
+    """The launch of a request to its pages. `cookie_path=False` for a form the launch's page posts elsewhere
+    (its cookie stays under the page's path; the form's CSRF token shows the page was seen)."""
     with services().db.session() as session:
         launch = session.get(Launch, launch_id)
-    if launch is None or launch.expires_at < utcnow():
+    if launch is None or launch.expires_at < utcnow() or (cookie_path and not _bound_here(launch)):
         abort(404, "This page has expired or does not exist.")
     return launch
+
+
+def binding_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _bound_here(launch: Launch) -> bool:
+    """Whether the request comes from the browser that launched it (a launch without a cookie is bound to
+    nothing: it was confirmed through the platform's storage, where the browser keeps no cookie of ours)."""
+    if launch.binding_hash is None:
+        return True
+    token = launch_cookie(launch.id)
+    return token is not None and hmac.compare_digest(binding_hash(token), launch.binding_hash)
 
 
 def csrf_token(launch: Launch) -> str:

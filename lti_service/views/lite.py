@@ -64,7 +64,6 @@ def _policy(cdn: str) -> str:
 def _security_headers(response: Response) -> Response:
     cdn = services().config.lite_pyodide_url
     response.headers["Content-Security-Policy"] = _policy(_origin(cdn) if cdn else "")
-    response.headers["Referrer-Policy"] = "no-referrer"
     return response
 
 
@@ -137,7 +136,7 @@ def _files(database: str, version_id: int, handout_name: str) -> dict[str, bytes
 def open_window():
     """Where "Open in the browser" posts: a new window signed in for the launch in the form, led to the
     handout's notebook. Nothing of the launch is in any URL of the window."""
-    launch = current_launch(request.form.get("launch", ""))
+    launch = current_launch(request.form.get("launch", ""), cookie_path=False)
     check_csrf(launch)
     version, _ = _browser(launch)
     files = _files(services().config.sqlalchemy_url, version.id, version.handout_name)

@@ -12,13 +12,14 @@ from ..db import Launch, utcnow
 from ..links.columns import ensure_column
 from ..links.versions import pin
 from ..lti import invites, login_limits
-from ..lti.cookies import set_state_cookie, state_cookie
+from ..lti.cookies import set_launch_cookie, set_state_cookie, state_cookie
 from ..lti.errors import LaunchError
 from ..lti.launch import CookiesBlocked, PlatformStorageCheck
 from ..lti.login import LOGIN_LIFETIME, LOGIN_PARAMS, Login
 from ..lti.registration import CANVAS_SERVICES_FOR_ADMIN, DESCRIPTION, RegistrationError, ToolUrls, is_canvas, register
 from ..platforms import PlatformConflict, insert_platform
 from . import queue, services
+from .launches import binding_hash
 
 bp = Blueprint("lti", __name__, url_prefix="/lti")
 log = logging.getLogger("lti_service.lti")
@@ -108,7 +109,11 @@ def launch():
         return render_template("platform_storage.html", action="check", login=check.login, next_url=next_url)
     except CookiesBlocked:
         return render_template("message.html", heading="The assignment cannot open here", message=COOKIE_LOST), 400
-    return redirect(_open(claims), 303)
+    token = secrets.token_urlsafe(32)  # the state cookie came back: this browser keeps the tool's cookies here
+    record, url = _open(claims, binding_hash(token))
+    response = redirect(url, 303)
+    set_launch_cookie(response, record.id, token, url_for("pages.assignment", launch_id=record.id))
+    return response
 
 
 @bp.post("/launch/verify")
@@ -121,22 +126,23 @@ def launch_verify():
     if request.headers.get(STORAGE_CHECK_HEADER) != "1" or not same_origin:
         abort(403, "Only the launch page can confirm a launch.")
     claims = services().launches.confirmed_claims(request.form.get("state", ""))
-    return {"url": _open(claims)}
+    return {"url": _open(claims, None)[1]}
 
 
-def _open(claims: dict) -> str:
-    """Record the validated launch; the URL of its first page."""
-    record = _store_launch(claims)
+def _open(claims: dict, binding: str | None) -> tuple[Launch, str]:
+    """Record the validated launch (bound to the browser by the hash of its cookie's token, where it keeps
+    one); the launch and the URL of its first page."""
+    record = _store_launch(claims, binding)
     log.info("launch", extra={"event": "launch", "launch": record.id[:8], "type": record.message_type})
     if record.message_type == "LtiDeepLinkingRequest":
-        return url_for("pages.deep_link", launch_id=record.id)
+        return record, url_for("pages.deep_link", launch_id=record.id)
     pin(services(), record)
     for passback_id in ensure_column(services(), record):
         queue().send_score(passback_id)
-    return url_for("pages.assignment", launch_id=record.id)
+    return record, url_for("pages.assignment", launch_id=record.id)
 
 
-def _store_launch(claims: dict) -> Launch:
+def _store_launch(claims: dict, binding: str | None) -> Launch:
     platform = services().platforms.find(claims["iss"], _client_id(claims))
     with services().db.session() as session:
         record = Launch(
@@ -151,6 +157,7 @@ def _store_launch(claims: dict) -> Launch:
             roles=claims.get(LTI + "roles", []),
             claims=claims,
             expires_at=utcnow() + LAUNCH_LIFETIME,
+            binding_hash=binding,
         )
         session.add(record)
     return record

@@ -200,12 +200,16 @@ def run_python(lite: Page, code: str) -> str:
 
 def test_a_shared_lab_computer_keeps_nothing_of_one_student_for_the_next(lms, page, browser, screenshot):
     """Ada works in the browser and leaves the computer; Grace, next on the same browser profile, finds none of
-    Ada's work in its storage, cannot open Ada's window from its address (the history), and her Python cannot
-    fetch Ada's files either. Under the old tool, Ada's launch id was the address and her store was readable."""
+    Ada's work in its storage, cannot open Ada's window from its address (the history) nor Ada's course page from
+    the downloads list, and her Python cannot fetch Ada's files either. Under the old tool, Ada's launch id was
+    the address and her store was readable."""
     seen: list[str] = []
     browser.on("request", lambda request: seen.append(request.url))
     ada = open_in_browser(page, lms, "student-ada")
     launch_id = tool_frame(page).locator("input[name=launch]").get_attribute("value")
+    with page.expect_download() as downloaded:  # its URL stays in the browser's list of downloads
+        tool_frame(page).get_by_role("link", name="Download the notebook").click()
+    course_page_url = downloaded.value.url.removesuffix("/notebook")
     type_answers(ada, {FIRST: f"{ANSWERS[FIRST]}\n{MARKER}"})
     expect(ada.locator("#grader-saved")).to_contain_text("Saved with the tool", timeout=30_000)
     ada_urls = sorted({url for url in seen if "/lite/w/" in url})
@@ -232,6 +236,8 @@ def test_a_shared_lab_computer_keeps_nothing_of_one_student_for_the_next(lms, pa
     expect(from_history.get_by_role("heading")).to_have_text("Signed out")
     assert MARKER not in from_history.content()
     screenshot(from_history, "lite-history-signed-out")
+    for url in (course_page_url, f"{course_page_url}/notebook"):  # from the downloads list: Ada's course page
+        assert from_history.goto(url).status == 404, url
     from_history.close()
     grace.close()
 

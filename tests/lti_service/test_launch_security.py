@@ -125,6 +125,32 @@ def test_a_valid_launch_opens_the_assignment(setup):
     assert page.status_code == 200 and "Download the notebook" in page.text
 
 
+def test_a_launch_is_bound_to_the_browser_that_launched_it(setup):
+    """A launch's URLs are kept by the browser (history for a launch in a new window, the downloads list for the
+    notebook): on a shared computer they must open nothing for the next person, nor in any other browser."""
+    platform, tool = setup
+    session, state, nonce = login(tool, platform)
+    response = post_launch(tool, session, state, platform.token(nonce, tool.url))
+    page_path = response.headers["Location"]
+    (cookie,) = [c for c in response.raw.headers.getlist("Set-Cookie") if c.startswith("lti1p3-launch-")]
+    for attribute in ("HttpOnly", "Secure", "SameSite=None", "Partitioned", f"Path={page_path}"):
+        assert attribute in cookie, cookie
+    assert "Max-Age" not in cookie and "Expires" not in cookie, "a session cookie: it goes with the browser"
+    mine = session.get(tool.url + page_path)
+    assert mine.status_code == 200 and "Download the notebook" in mine.text
+    assert mine.headers["Cache-Control"] == "no-store", "nothing of the student's left in the browser's cache"
+
+    next_person = requests.Session()  # the URLs from the history or the downloads list, without the cookie
+    for path in ("", "/student", "/notebook", "/attempts.json"):
+        assert next_person.get(f"{tool.url}{page_path}{path}").status_code == 404, path
+    upload = {"notebook": ("decode.ipynb", b"{}", "application/x-ipynb+json")}
+    assert next_person.post(f"{tool.url}{page_path}/upload", files=upload).status_code == 404
+    forged = requests.Session()
+    name = cookie.split("=", 1)[0]
+    forged.cookies.set(name, "x" * 43, path=page_path)
+    assert forged.get(f"{tool.url}{page_path}").status_code == 404
+
+
 def test_login_by_post_works_too(setup):
     platform, tool = setup
     session = browser_session()

@@ -1,20 +1,23 @@
-"""lite windows and drafts: a notebook window in the browser is signed in by a cookie whose token is kept
-here (hashed), and the student's work in it is kept by the tool, not in the browser
+"""a browser keeps no credential in a URL: a launch is bound to the browser that launched it by a cookie
+(its token's hash here), a notebook window in the browser is signed in by a cookie of its own (lite_windows),
+and the student's work in it is kept by the tool (lite_drafts), not in the browser
 
-Revision ID: 0009_lite_windows
+Revision ID: 0009_browser_bindings
 Revises: 0008_worker_heartbeats
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009_lite_windows"
+revision = "0009_browser_bindings"
 down_revision = "0008_worker_heartbeats"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("launches", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("binding_hash", sa.String(length=64), nullable=True))
     op.create_table(
         "lite_windows",
         sa.Column("id", sa.String(length=64), primary_key=True),
@@ -46,3 +49,5 @@ def downgrade() -> None:
     op.drop_index("ix_lite_windows_expires_at", table_name="lite_windows")
     op.drop_index("ix_lite_windows_launch_id", table_name="lite_windows")
     op.drop_table("lite_windows")
+    with op.batch_alter_table("launches", schema=None) as batch_op:
+        batch_op.drop_column("binding_hash")
