@@ -16,7 +16,7 @@ from typing import Any
 
 from .assignment import Assignment, AssignmentError
 from .errors import SandboxUnavailable
-from .inside.control import Control, ControlError
+from .inside.control import GRADING_PROCESS, Control, ControlError, ControlLimit
 from .manifest import Manifest, ManifestError
 from .notebook import Cell
 from .options import GradeOptions, Limits
@@ -33,7 +33,6 @@ START = (
 )
 START_TIMEOUT = 60.0  # seconds a grading process may take to load its tests and prepare its sandbox
 SLACK = 5.0  # seconds a grading process may take beyond its grading's own limit (imports, the outcome)
-MAX_OUTCOME = 64 * 1024 * 1024
 ZYGOTE_PRELOAD = ("numpy", "pandas")  # what most assignments' values come in, imported once per zygote
 SENT_LIMITS = ("cell_timeout", "test_timeout", "total_timeout", "grace", "max_restarts")
 
@@ -61,7 +60,7 @@ class GradingBox:
         self.manifest: Manifest | None = None
         self.modules: Any = None
         ours, theirs = socket.socketpair()
-        self.control = Control(ours, MAX_OUTCOME)
+        self.control = Control(ours, GRADING_PROCESS)
         fds = [theirs.detach()]
         try:
             fds.append(os.open(assignment.path, os.O_RDONLY | os.O_CLOEXEC))  # readable by root only, maybe
@@ -145,7 +144,7 @@ class GradingBox:
             return self.manifest.result(label, outcome, self.usage())
         except ControlError as e:
             return GradeResult(label, self.manifest.points, error=f"the tests could not be run: {self._stopped(e)}")
-        except (SandboxUnavailable, ManifestError) as e:
+        except (SandboxUnavailable, ManifestError, AssignmentError) as e:
             return GradeResult(label, self.manifest.points, error=f"the tests could not be run: {e}")
 
     def _serve(self, message: dict[str, Any], deadline: float) -> None:
@@ -186,6 +185,8 @@ class GradingBox:
     def _recv(self, deadline: float, doing: str) -> dict[str, Any]:
         try:
             message, fds = self.control.recv(deadline)
+        except ControlLimit as e:
+            raise AssignmentError(self._overran(e)) from None
         except ControlError as e:
             if time.monotonic() >= min(deadline, self.process.deadline):  # its watchdog may have been first
                 raise SandboxUnavailable(f"the grading process did not {doing} in time") from None
@@ -193,6 +194,16 @@ class GradingBox:
         for fd in fds:  # it has nothing to hand over
             os.close(fd)
         return message
+
+    def _overran(self, limit: ControlLimit) -> str:
+        """Why a grading process that sent more than the grader takes was stopped, for course staff: only
+        test code writing to its socket can (an outcome is fitted to the bounds, child.py)."""
+        self.process.signal_kill()
+        log.warning("a grading process of %s sent %s", self.assignment.path, limit)
+        return (
+            f"the assignment's tests sent the grader {limit}, more than a grading may send (does a test write "
+            "to the grading process's socket?): the grading was stopped"
+        )
 
     def _stopped(self, error: ControlError) -> str:
         """Why it stopped, for the result (which students may see: its own output, which may quote hidden

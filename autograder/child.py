@@ -19,16 +19,19 @@ import os
 import socket
 import time
 from typing import Any
+from zipfile import BadZipFile
 
 from .assignment import Assignment, AssignmentError, read_assignment
 from .errors import SandboxUnavailable
-from .grading import Grading, Ready, Session, start_ready
-from .inside.control import Control
+from .grading import SUPPORT_FOLDER, Grading, Ready, Session, start_ready
+from .inside.control import GRADING_PROCESS, Control, encode
+from .manifest import MAX_CELL_ERRORS, MAX_MESSAGE, MAX_NAME
 from .notebook import Cell
 from .options import Limits
-from .paths import write_under
 from .protocol import SandboxFailure
 from .testfiles import TestFile, TestFileError
+
+MAX_MODULES = 2000  # names of modules the notebook imported an outcome carries (what sandboxes import ahead)
 
 
 class GivenSandbox:
@@ -72,13 +75,6 @@ def declared(tests: list[TestFile]) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def put_support_files(assignment: Assignment) -> None:
-    """The zip's support files in the working directory (paths checked when the zip was read; no link can
-    lead a write elsewhere)."""
-    for path, data in assignment.files:
-        write_under(".", path, data)
-
-
 def grade(control: Control, assignment: Assignment, tests: list[TestFile]) -> None:
     """Steps 2 and 3 of the module's docstring."""
     sandbox, message = receive_sandbox(control)
@@ -103,7 +99,23 @@ def grade(control: Control, assignment: Assignment, tests: list[TestFile]) -> No
         return receive_sandbox(control)[0]
 
     session = Session(assignment, limits, new_sandbox, first, preload)
-    control.send({"outcome": Grading(assignment, tests, cells, session).run()})
+    control.send_encoded(fitted(Grading(assignment, tests, cells, session).run()))
+
+
+def fitted(outcome: dict[str, Any]) -> bytes:
+    """The outcome's message, within what the grader accepts in one (GRADING_PROCESS): texts student code can
+    make long (tests' messages, cells' errors) are cut, shorter and shorter until it fits, never a result; as
+    many cell errors as the grader keeps, and short names of modules only."""
+    if isinstance(modules := outcome["modules"], list):
+        outcome["modules"] = [m for m in modules[:MAX_MODULES] if isinstance(m, str) and len(m) <= MAX_NAME]
+    messages, errors, cap = outcome["messages"], outcome["cell_errors"][:MAX_CELL_ERRORS], MAX_MESSAGE
+    while True:
+        outcome["messages"] = {name: [m[:cap] for m in texts] for name, texts in messages.items()}
+        outcome["cell_errors"] = [e[:cap] for e in errors]
+        data = encode({"outcome": outcome})
+        if not cap or GRADING_PROCESS.excess(data) is None:
+            return data
+        cap //= 4
 
 
 def main(control_fd: int, zip_fd: int) -> None:
@@ -112,13 +124,14 @@ def main(control_fd: int, zip_fd: int) -> None:
 
 
 def serve(control: Control, zip_fd: int) -> None:
-    """Steps 1 to 3 of the module's docstring, in a process started afresh or forked by a zygote."""
+    """Steps 1 to 3 of the module's docstring, in a process started afresh or forked by a zygote. The support
+    files go to its working directory (SUPPORT_FOLDER), where tests read them by relative path."""
     try:
         with os.fdopen(zip_fd, "rb") as autograder:
             assignment = read_assignment(autograder, "the autograder zip")
-        tests = assignment.load_tests()
-        put_support_files(assignment)
-    except (AssignmentError, TestFileError, OSError) as e:
+            tests = assignment.load_tests(autograder)
+            assignment.put_files(autograder, SUPPORT_FOLDER)
+    except (AssignmentError, TestFileError, OSError, ValueError, BadZipFile) as e:  # ValueError: a link in the way
         control.send({"error": str(e)[:2000]})
         return
     control.send({"manifest": declared(tests)})

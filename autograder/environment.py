@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING
 
 from .options import GradeOptions
 from .sandbox import SandboxUnavailable, find_bwrap
-from .sandbox.builds import run_in_cgroup
+from .sandbox.builds import OutputTooLarge, run_in_cgroup
 from .sandbox.cgroups import CgroupUnavailable, SandboxCgroup
 from .sandbox.cgroups import Limits as CgroupLimits
 
@@ -101,6 +101,8 @@ ETC_FOR_PIP = (
 """what pip needs of /etc: DNS, TLS certificates and the dynamic linker's cache (not /etc/ssl/private)"""
 MAX_REQUIREMENTS_BYTES = 512 * 1024
 """environment.yml or requirements.txt larger than this is refused before it is read"""
+MAX_PIP_OUTPUT = 16 * 1024 * 1024
+"""bytes of pip's stdout kept (its log: a few KB per package)"""
 PIP_LIMITS = CgroupLimits(memory_bytes=2048 * 1024 * 1024, max_processes=256, cpus=1.0)
 """pip's cgroup, as for other confined work (a build of an upload): memory (its /tmp included), processes, CPU"""
 NETWORK_ERRORS = (
@@ -452,6 +454,8 @@ def _run_pip(requirements: Requirements, target: Path, uid: int) -> None:
     pip += ["--no-warn-script-location", "--index-url", index, *requirements.pip]
     try:
         process = _confined(pip, target, uid, timeout)
+    except OutputTooLarge as e:
+        raise EnvironmentBuildError(f"installing {requirements} stopped: pip {e}") from None
     except subprocess.TimeoutExpired:
         raise EnvironmentBuildError(
             f"installing {requirements} took longer than {timeout:g} s (GRADER_ENV_BUILD_TIMEOUT): "
@@ -471,7 +475,7 @@ def _confined(command: list[str], target: Path, uid: int, timeout: float) -> sub
     except CgroupUnavailable as e:
         raise EnvironmentBuildError(str(e)) from None
     try:
-        return run_in_cgroup(cgroup, argv, timeout)
+        return run_in_cgroup(cgroup, argv, timeout, MAX_PIP_OUTPUT)
     finally:
         cgroup.remove()
 

@@ -19,8 +19,9 @@ snapshots), so one hostile cell or test costs only itself.
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -36,6 +37,8 @@ from .values import Values
 STARTUP_TIMEOUT = 10.0
 OPERATION_TIMEOUT = 5.0  # the grader's own requests (a snapshot, a support file): nothing student-sized
 MAX_CHECKS = 200
+PUT_CHUNK = 4 * 1024 * 1024  # bytes of a support file one request carries (a message's raw bytes may be 64 MB)
+SUPPORT_FOLDER = "/tmp"  # where a grading process puts the support files: its working directory (child.py)
 FINAL = ""  # the snapshot after the last cell
 
 
@@ -73,18 +76,28 @@ def start_ready(
     except SandboxFailure as e:
         sandbox.close()
         raise SandboxUnavailable(f"the sandbox did not start ({e}): {sandbox.output()[-500:]}") from None
-    setup = [("configure", {"seed": assignment.seed, "seed_variable": assignment.seed_variable})] * (
-        assignment.seed is not None
-    )
-    setup += [("put", {"path": path, "data": data}) for path, data in assignment.files]
-    setup += [("preload", {"modules": list(preload)})] * bool(preload)
     try:
-        for op, args in setup:
+        for op, args in _setup(assignment, preload):
             _operation(channel, op, args)
     except SandboxFailure:
         sandbox.close()
         raise
     return Ready(sandbox, channel)
+
+
+def _setup(assignment: Assignment, preload: tuple[str, ...]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The requests that prepare a sandbox: the seed, the support files (from SUPPORT_FOLDER, PUT_CHUNK bytes a
+    request: never a whole file in memory) and the libraries to import ahead."""
+    if assignment.seed is not None:
+        yield "configure", {"seed": assignment.seed, "seed_variable": assignment.seed_variable}
+    for path, _ in assignment.files:
+        with open(os.path.join(SUPPORT_FOLDER, path), "rb") as f:
+            append = False
+            while (data := f.read(PUT_CHUNK)) or not append:
+                yield "put", {"path": path, "data": data, "append": append}
+                append = True
+    if preload:
+        yield "preload", {"modules": list(preload)}
 
 
 def _operation(channel: Channel, op: str, args: dict) -> object:

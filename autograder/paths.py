@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
 import unicodedata
 import zipfile
 from collections.abc import Iterable
 from pathlib import PurePosixPath
+from typing import BinaryIO
 
 MAX_PATH_CHARS = 1024
 MAX_PART_BYTES = 255  # NAME_MAX of Linux file systems
 MAX_DEPTH = 32
+COPY_CHUNK = 1 << 20  # bytes of a stream written at a time
 
 
 def safe_relative(name: str) -> PurePosixPath:
@@ -89,10 +92,13 @@ def check_zip_members(infos: Iterable[zipfile.ZipInfo]) -> None:
     check_members(members)
 
 
-def write_under(root: str | os.PathLike[str], name: str, data: bytes, mode: int = 0o644, dir_mode: int = 0o755) -> None:
-    """Write a new file at `name` (safe_relative) under `root`, making its folders. Each folder is opened from
-    the one before it without following links, so neither the name nor a link or file already under `root` can
-    lead the write anywhere else (ValueError if one is in the way)."""
+def write_under(
+    root: str | os.PathLike[str], name: str, data: bytes | BinaryIO, mode: int = 0o644, dir_mode: int = 0o755
+) -> None:
+    """Write a new file at `name` (safe_relative) under `root`, making its folders, from bytes or a stream (copied
+    in chunks: never whole in memory). Each folder is opened from the one before it without following links, so
+    neither the name nor a link or file already under `root` can lead the write anywhere else (ValueError if one
+    is in the way)."""
     path = safe_relative(name)
     folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -105,7 +111,10 @@ def write_under(root: str | os.PathLike[str], name: str, data: bytes, mode: int 
         os.close(folder)
     with os.fdopen(fd, "wb") as f:
         os.fchmod(f.fileno(), mode)  # whatever the umask
-        f.write(data)
+        if isinstance(data, bytes):
+            f.write(data)
+        else:
+            shutil.copyfileobj(data, f, COPY_CHUNK)
 
 
 def _subfolder(parent: int, part: str, mode: int, name: str) -> int:

@@ -21,6 +21,8 @@ from pathlib import Path, PurePosixPath
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from autograder.assignment import check_directory, check_sizes
+
 MAX_HANDOUT_FILES = 1000
 MAX_HANDOUT_BYTES = 100 * 1024 * 1024  # unpacked; handouts are built by the tool, this bounds a bad one
 NOTEBOOK_TYPE = "notebook"
@@ -115,41 +117,62 @@ def legacy_store(secret: str, user_id: str, link: tuple[int, str, str]) -> str:
     return "grader-" + hmac.new(secret.encode(), key.encode(), hashlib.sha256).hexdigest()[:32]
 
 
-def handout_files(handout: bytes, handout_name: str) -> dict[str, bytes]:
-    """The handout's files by path: the notebook alone, or the members of its zip."""
+@dataclass(frozen=True)
+class Handout:
+    """A version's handout as the browser sees it: the notebook alone, or the members of its zip, read one at a
+    time when asked (a handout may hold data files of up to MAX_HANDOUT_BYTES: never all of it in memory)."""
+
+    data: bytes
+    """the handout as stored: a notebook, or a zip"""
+    sizes: dict[str, int]
+    """every file's path and size"""
+    zipped: bool
+
+    def read(self, path: str) -> bytes | None:
+        if path not in self.sizes:
+            return None
+        if not self.zipped:
+            return self.data
+        with zipfile.ZipFile(io.BytesIO(self.data)) as archive:
+            return archive.read(path)
+
+
+def open_handout(handout: bytes, handout_name: str) -> Handout:
+    """The handout's files by path (ValueError for a zip past MAX_HANDOUT_FILES or MAX_HANDOUT_BYTES: its
+    directory is checked before anything is unpacked)."""
     if not handout_name.endswith(".zip"):
-        return {handout_name: handout}
-    files, total = {}, 0
-    with zipfile.ZipFile(io.BytesIO(handout)) as archive:
-        for info in archive.infolist()[:MAX_HANDOUT_FILES]:
-            total += info.file_size
-            if info.is_dir() or total > MAX_HANDOUT_BYTES:
-                continue
-            files[info.filename] = archive.read(info)
-    return files
+        return Handout(handout, {handout_name: len(handout)}, zipped=False)
+    with io.BytesIO(handout) as file:
+        check_directory(file)
+        with zipfile.ZipFile(file) as archive:
+            infos = archive.infolist()
+    if len(infos) > MAX_HANDOUT_FILES:
+        raise ValueError(f"the handout has more than {MAX_HANDOUT_FILES} files")
+    check_sizes(infos, MAX_HANDOUT_BYTES, MAX_HANDOUT_BYTES)
+    return Handout(handout, {info.filename: info.file_size for info in infos if not info.is_dir()}, zipped=True)
 
 
-def notebook_path(files: dict[str, bytes]) -> str:
+def notebook_path(files: dict[str, int]) -> str:
     """The notebook students open: the handout's one notebook at the top (else the first)."""
     notebooks = sorted(name for name in files if name.endswith(".ipynb"))
     top = [name for name in notebooks if "/" not in name]
     return (top or notebooks or [""])[0]
 
 
-def listing(files: dict[str, bytes], directory: str, added: dt.datetime) -> dict | None:
-    """The contents model JupyterLite reads at api/contents/<directory>/all.json, or None for no such
-    directory; every file dated when its version was added."""
+def listing(files: dict[str, int], directory: str, added: dt.datetime) -> dict | None:
+    """The contents model JupyterLite reads at api/contents/<directory>/all.json from files' paths and sizes,
+    or None for no such directory; every file dated when its version was added."""
     stamp = added.replace(tzinfo=dt.UTC).isoformat()
     prefix = f"{directory}/" if directory else ""
     entries: dict[str, dict] = {}
-    for path, data in files.items():
+    for path, size in files.items():
         if not path.startswith(prefix):
             continue
         name, _, rest = path[len(prefix) :].partition("/")
         if rest:
             entries.setdefault(name, _model(prefix + name, "directory", None, stamp))
         else:
-            entries[name] = _model(path, NOTEBOOK_TYPE if name.endswith(".ipynb") else "file", len(data), stamp)
+            entries[name] = _model(path, NOTEBOOK_TYPE if name.endswith(".ipynb") else "file", size, stamp)
     if directory and not entries:
         return None
     model = _model(directory, "directory", None, stamp)

@@ -102,10 +102,17 @@ def _mine(launch: Launch):
     )
 
 
-def drafts(db: Database, launch: Launch) -> dict[str, bytes]:
-    """The student's saved work on the launch's link, by path."""
+def draft_sizes(db: Database, launch: Launch) -> dict[str, int]:
+    """The files of the student's saved work on the launch's link: path and size."""
     with db.session() as session:
-        return dict(session.execute(select(LiteDraft.path, LiteDraft.content).where(_mine(launch))).all())
+        query = select(LiteDraft.path, func.length(LiteDraft.content)).where(_mine(launch))
+        return dict(session.execute(query).all())
+
+
+def draft(db: Database, launch: Launch, path: str) -> bytes | None:
+    """One file of the student's saved work, or None."""
+    with db.session() as session:
+        return session.scalar(select(LiteDraft.content).where(_mine(launch) & (LiteDraft.path == path)))
 
 
 def save_draft(db: Database, launch: Launch, path: str, content: bytes, max_file: int) -> dt.datetime:

@@ -347,11 +347,12 @@ class Channel:
         if seed_variable is None:
             __import__("numpy")  # otter run imports numpy in a first cell when it seeds
 
-    def op_put(self, path, data):
-        """Write a support file from the autograder zip into the working directory."""
+    def op_put(self, path, data, append=False):
+        """Write a support file from the autograder zip into the working directory, or `append` a further
+        piece of it (a large file comes in pieces)."""
         target = os.path.join("/tmp", path)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "wb") as f:
+        with open(target, "ab" if append else "wb") as f:
             f.write(data)
 
     def op_preload(self, modules):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from autograder import GradeOptions, InvalidSubmission, SandboxUnavailable, check_submission, grade_submission
-from autograder.assignment import AssignmentError
+from autograder.assignment import AssignmentError, check_directory, check_sizes
 from autograder.environment import EnvironmentBuildError, lookup, prepare, requirements_of
 from autograder.paths import check_zip_members, safe_relative
 from autograder.safe_yaml import load_yaml
@@ -38,6 +38,8 @@ from .summary import Summary, summarize
 Progress = Callable[[str], None]
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 MAX_ZIP_MEMBERS = 1000
+MAX_HANDOUT_BYTES = 100 * 1024 * 1024
+"""a zip of the student's folder, unpacked (the notebook in the browser unpacks a handout up to as much)"""
 MAX_NAME = 200  # characters of an assignment's name (assignments.name)
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # handout zips are reproducible
 ASSIGN = ["-m", "otter", "assign", "--no-run-tests", "--no-pdfs"]
@@ -170,11 +172,15 @@ def from_zip(autograder_zip: bytes, student: bytes, student_name: str, progress:
 def _notebook_in(student_zip: bytes) -> bytes:
     """The one notebook of a zip of the student's folder (which students download: its entries must be safe to
     unpack)."""
+    folder = io.BytesIO(student_zip)
     try:
-        with zipfile.ZipFile(io.BytesIO(student_zip)) as archive:
+        with _unsafe_names("the zip of the student's folder cannot be used:"):
+            check_directory(folder)
+        with zipfile.ZipFile(folder) as archive:
             infos = archive.infolist()
             with _unsafe_names("the zip of the student's folder cannot be used:"):
                 check_zip_members(infos)
+                check_sizes(infos, MAX_HANDOUT_BYTES, MAX_HANDOUT_BYTES)
             notebooks = [i for i in infos if i.filename.endswith(".ipynb") and "/." not in f"/{i.filename}"]
             if len(infos) > MAX_ZIP_MEMBERS or len(notebooks) != 1 or notebooks[0].file_size > MAX_NOTEBOOK_BYTES:
                 raise BuildError("a zip of the student's folder must hold exactly one notebook (.ipynb) and its files")

@@ -16,6 +16,8 @@ import zipfile
 
 from sqlalchemy import select, update
 
+from autograder.assignment import check_sizes
+
 from ..db import Assignment, AssignmentBuild, AssignmentVersion, utcnow
 from ..services import Services
 from . import catalog
@@ -36,7 +38,9 @@ def pack(files: dict[str, bytes]) -> bytes:
 
 
 def _unpack(data: bytes) -> dict[str, bytes]:
+    """What `pack` stored: its members are not compressed, so together they unpack to no more than `data`."""
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        check_sizes(archive.infolist(), len(data), len(data))
         return {name: archive.read(name) for name in archive.namelist()}
 
 

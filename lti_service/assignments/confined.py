@@ -6,7 +6,7 @@ the sandboxes' own pool (GRADER_SANDBOX_UID), no network (a network namespace of
 namespace, a read-only system and Python, the inputs read-only, and a size-capped tmpfs as the only
 writable place. One cgroup caps the memory, processes and CPU of everything it starts, and it is killed
 at its time limit. What it made under /tmp/out comes back as a tar stream on stdout, read in memory
-(never extracted to disk) and capped by the tmpfs's size.
+(never extracted to disk) up to the tmpfs's size; of its log, the end.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from autograder.options import Limits
 from autograder.paths import check_members, write_under
-from autograder.sandbox.builds import run_in_cgroup
+from autograder.sandbox.builds import OutputTooLarge, run_in_cgroup
 from autograder.sandbox.bwrap import SITE_DIRS, find_bwrap, wait_until_reaped
 from autograder.sandbox.cgroups import CgroupUnavailable, SandboxCgroup
 from autograder.sandbox.cgroups import Limits as CgroupLimits
@@ -36,6 +36,7 @@ WRAPPER = (
     f'"$@" >&2; status=$?; tar -C {WORK}/out -cf - . || exit 125; exit $status'
 )
 LOG_TAIL = 8000
+MAX_OUTPUTS = 10_000  # files and folders it may send back (an autograder zip holds at most as many entries)
 _UIDS = UidPool()
 
 
@@ -80,7 +81,7 @@ def run_confined(command: list[str], inputs: dict[str, bytes], limits: ConfinedL
         with tempfile.TemporaryDirectory(prefix="decode-grader-build-") as folder:
             _write_inputs(Path(folder), inputs)
             argv = _bwrap_argv(find_bwrap(grader_limits), folder, uid, limits.scratch_mb)
-            return _run(cgroup, [*argv, *command], limits.timeout)
+            return _run(cgroup, [*argv, *command], limits)
     finally:
         cgroup.remove()
         wait_until_reaped(uid)
@@ -121,12 +122,16 @@ def _bwrap_argv(bwrap: str, inputs: str, uid: int, scratch_mb: int) -> list[str]
     return [*argv, "--inh-caps=-all", "--bounding-set=-all", "--", "/bin/sh", "-c", WRAPPER, "sh"]
 
 
-def _run(cgroup: SandboxCgroup, argv: list[str], timeout: float) -> ConfinedRun:
-    """Start bwrap inside the cgroup (as the grader's sandboxes join theirs) and collect what it sends."""
+def _run(cgroup: SandboxCgroup, argv: list[str], limits: ConfinedLimits) -> ConfinedRun:
+    """Start bwrap inside the cgroup (as the grader's sandboxes join theirs) and collect what it sends: the tar
+    stream of its outputs, no larger than the scratch tmpfs they were in (a sparse file takes no room there, and
+    all its size in the stream), and the end of its log."""
     try:
-        process = run_in_cgroup(cgroup, argv, timeout)
+        process = run_in_cgroup(cgroup, argv, limits.timeout, limits.scratch_mb * 1024 * 1024)
     except subprocess.TimeoutExpired:
-        raise ConfinementError(f"it ran longer than its limit of {timeout:g} s and was stopped") from None
+        raise ConfinementError(f"it ran longer than its limit of {limits.timeout:g} s and was stopped") from None
+    except OutputTooLarge as error:
+        raise ConfinementError(f"{error}, more than its scratch space holds, and was stopped") from None
     log = process.stderr.decode("utf-8", "replace")[-LOG_TAIL:]
     if process.returncode == 125 and not process.stdout:
         raise ConfinementError(f"the confined build could not start: {log.strip()[-500:]}")
@@ -135,11 +140,14 @@ def _run(cgroup: SandboxCgroup, argv: list[str], timeout: float) -> ConfinedRun:
 
 def _files(tar: bytes) -> dict[str, bytes]:
     """The regular files of a tar stream, by relative path (links, devices and the like are ignored). What the
-    command left running can write into the stream too: ConfinementError for a name that is not a safe path."""
+    command left running can write into the stream too: ConfinementError for a name that is not a safe path,
+    or for more than MAX_OUTPUTS members (each costs memory here however small)."""
     files: list[tuple[str, bytes]] = []
     try:
         with tarfile.open(fileobj=io.BytesIO(tar), mode="r:") as archive:
-            for member in archive:
+            for count, member in enumerate(archive, 1):
+                if count > MAX_OUTPUTS:
+                    raise ConfinementError(f"it wrote more than {MAX_OUTPUTS} files")
                 if member.isreg():
                     files.append((member.name.removeprefix("./"), archive.extractfile(member).read()))
     except tarfile.TarError:

@@ -24,6 +24,7 @@ from sqlalchemy import ColumnElement, and_, func, or_, select, tuple_, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from autograder import GradeOptions, SandboxUnavailable, grade_submission
+from autograder.assignment import AssignmentError
 
 from ..assignments import catalog
 from ..db import Attempt, PreviewGrade, utcnow
@@ -222,6 +223,8 @@ def grade_notebook(services: Services, zip_path: Path, notebook: bytes, label: s
         result = grade_submission(zip_path, notebook, options, label=label)
     except SandboxUnavailable as error:
         return dict(status="failed", error=f"the grader is not available: {error}")
+    except AssignmentError as error:  # found by its grading process: tests that cannot load, or sent too much
+        return dict(status="failed", error=f"the assignment cannot be graded: {error}")
     if result.error:
         return dict(status="failed", error=result.error)
     return dict(

@@ -15,6 +15,7 @@ import copy
 import functools
 import hashlib
 import hmac
+import zipfile
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -25,7 +26,7 @@ from .. import lite_windows
 from ..assignments import catalog
 from ..db import AssignmentVersion, Launch
 from ..links import versions
-from ..lite import BrowserFit, Site, cdn_lock, handout_files, legacy_store, listing, notebook_path
+from ..lite import BrowserFit, Handout, Site, cdn_lock, legacy_store, listing, notebook_path, open_handout
 from . import services, site
 from .launches import check_csrf, current_launch
 from .pages import NotTaken, attempts_json_for, offer, take_notebook
@@ -81,17 +82,17 @@ class InBrowser:
     version: AssignmentVersion
     site: Site
     fit: BrowserFit
-    files: dict[str, bytes]
-    """the handout's files by path"""
+    handout: Handout
 
 
-def _browser(launch: Launch) -> tuple[AssignmentVersion, BrowserFit]:
-    """The launch's assignment version and how it runs in the browser; 404 where it does not."""
+def _browser(launch: Launch) -> tuple[AssignmentVersion, BrowserFit, Handout]:
+    """The launch's assignment version, how it runs in the browser and its handout; 404 where it does not."""
     version = versions.version_for(services(), launch)
     fit = offer(launch, version.requirements)
-    if fit is None or not fit.runs:
+    handout = _handout(services().config.sqlalchemy_url, version.id, version.handout_name)
+    if fit is None or not fit.runs or handout is None:
         abort(404, "This assignment does not open in the browser: download the notebook from its page instead.")
-    return version, fit
+    return version, fit, handout
 
 
 def _signed_in(window_id: str) -> Launch:
@@ -107,9 +108,8 @@ def _signed_in(window_id: str) -> Launch:
 
 def _window(window_id: str) -> InBrowser:
     launch = _signed_in(window_id)
-    version, fit = _browser(launch)
-    files = _files(services().config.sqlalchemy_url, version.id, version.handout_name)
-    return InBrowser(window_id, launch, version, site(), fit, files)
+    version, fit, handout = _browser(launch)
+    return InBrowser(window_id, launch, version, site(), fit, handout)
 
 
 def _window_csrf(window_id: str) -> str:
@@ -126,10 +126,14 @@ def _check_header(window_id: str) -> Launch:
     return launch
 
 
-@functools.lru_cache(maxsize=16)
-def _files(database: str, version_id: int, handout_name: str) -> dict[str, bytes]:
-    """A version's handout, unpacked once (versions never change)."""
-    return handout_files(catalog.handout(services().db, version_id), handout_name)
+@functools.lru_cache(maxsize=4)
+def _handout(database: str, version_id: int, handout_name: str) -> Handout | None:
+    """A version's handout, read once (versions never change; a handout is at most MAX_ASSIGNMENT_BYTES as
+    stored, and its files are unpacked one at a time); None for one past the bounds (lite.open_handout)."""
+    try:
+        return open_handout(catalog.handout(services().db, version_id), handout_name)
+    except (ValueError, zipfile.BadZipFile):
+        return None
 
 
 @bp.post("/open")
@@ -138,10 +142,9 @@ def open_window():
     handout's notebook. Nothing of the launch is in any URL of the window."""
     launch = current_launch(request.form.get("launch", ""), cookie_path=False)
     check_csrf(launch)
-    version, _ = _browser(launch)
-    files = _files(services().config.sqlalchemy_url, version.id, version.handout_name)
+    notebook = notebook_path(_browser(launch)[2].sizes)
     opened = lite_windows.open_window(services().db, launch)
-    page = url_for("lite.site_file", window_id=opened.window_id, name="notebooks/index.html", path=notebook_path(files))
+    page = url_for("lite.site_file", window_id=opened.window_id, name="notebooks/index.html", path=notebook)
     response = redirect(page, 303)
     response.set_cookie(
         COOKIE + opened.window_id,
@@ -158,7 +161,7 @@ def open_window():
 @bp.get("/w/<window_id>/")
 def window_root(window_id: str):
     """The window's own address: its notebook."""
-    path = notebook_path(_window(window_id).files)
+    path = notebook_path(_window(window_id).handout.sizes)
     return redirect(url_for("lite.site_file", window_id=window_id, name="notebooks/index.html", path=path), 303)
 
 
@@ -201,9 +204,9 @@ def lock_for_cdn(build_id: str):
     return cdn_lock(built, files), {"Cache-Control": f"public, max-age={YEAR}, immutable"}
 
 
-def _work(opened: InBrowser) -> dict[str, bytes]:
-    """The files the window starts from: the handout, with the student's saved work over it."""
-    return {**opened.files, **lite_windows.drafts(services().db, opened.launch)}
+def _work(opened: InBrowser) -> dict[str, int]:
+    """The files the window starts from, with their sizes: the handout, with the student's saved work over it."""
+    return {**opened.handout.sizes, **lite_windows.draft_sizes(services().db, opened.launch)}
 
 
 @bp.get("/w/<window_id>/api/contents/all.json", defaults={"directory": ""})
@@ -219,7 +222,9 @@ def contents(window_id: str, directory: str):
 
 @bp.get("/w/<window_id>/files/<path:name>")
 def handout_file(window_id: str, name: str):
-    data = _work(_window(window_id)).get(name)
+    opened = _window(window_id)
+    data = lite_windows.draft(services().db, opened.launch, name)
+    data = opened.handout.read(name) if data is None else data
     if data is None:
         abort(404)
     return Response(data, mimetype="application/octet-stream", headers=NO_STORE)

@@ -1,10 +1,15 @@
-"""What a submission may have left behind on the host: processes and files."""
+"""What a submission may have left behind on the host (processes and files), and what grading cost the grader's
+own process."""
 
 from __future__ import annotations
 
 import glob
 import os
+import resource
 import sys
+import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from autograder.options import Limits
@@ -60,3 +65,23 @@ def sandbox_processes(*_: object) -> list[str]:
 def host_artifacts() -> set[str]:
     """Files with the attack corpus's names in the places it tries to write."""
     return {path for folder in WRITE_TARGETS for name in ARTIFACTS for path in glob.glob(os.path.join(folder, name))}
+
+
+WORKER_MEMORY_MB = 32  # the most the grader's own process may hold at once for one hostile grading
+WORKER_CPU_SECONDS = 2.0  # and the CPU it may spend on it (a toy grading costs it under a tenth of a second)
+
+
+@contextmanager
+def worker_cost() -> Iterator[dict[str, float]]:
+    """What the block costs this process, the grader's side (for the tool, a worker): the most memory it held
+    at once beyond what it held before (tracemalloc's peak) and the CPU time of all its threads."""
+    cost: dict[str, float] = {}
+    tracemalloc.start()
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    try:
+        yield cost
+    finally:
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        cost["memory_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        cost["cpu_seconds"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
+import time
 
 import pytest
 
-from autograder.inside.control import Control, ControlError
+from autograder.child import MAX_MODULES, fitted
+from autograder.inside import control
+from autograder.inside.control import (
+    GRADING_PROCESS,
+    HEADER,
+    MAX_MESSAGES,
+    MAX_TOTAL,
+    Control,
+    ControlError,
+    ControlLimit,
+)
+from autograder.manifest import MAX_CELL_ERRORS
 
 
 class AnswersAtOnce:
@@ -68,3 +81,107 @@ def test_a_peer_that_went_away_before_the_message_is_an_error():
     with pytest.raises(ControlError, match="went away"):
         Control(ours).send({"grade": []})
     ours.close()
+
+
+def frame(body: bytes) -> bytes:
+    return HEADER.pack(len(body)) + body
+
+
+def send_later(sock: socket.socket, data: bytes) -> None:
+    """Send from a thread of its own (more than a socket's buffer), until the other side stops reading."""
+
+    def send() -> None:
+        try:
+            sock.sendall(data)
+        except OSError:
+            pass
+
+    threading.Thread(target=send, daemon=True).start()
+
+
+@pytest.mark.parametrize(
+    "body, excess",
+    [
+        (b'{"x":"' + b"a" * (2 << 20) + b'"}', "more than 2 MB in one message"),
+        (b'{"x":[' + b"[]," * 300_000 + b"[]]}", "more than 20000 lists and objects in one message"),  # ~25 MB parsed
+        (b'{"x":[' + b"0," * 300_000 + b"0]}", "more than 200000 items in one message"),
+    ],
+    ids=["bytes", "lists", "items"],
+)
+def test_a_grading_process_message_past_a_bound_is_refused_before_it_is_parsed(body, excess, monkeypatch):
+    ours, theirs = socket.socketpair()
+    parsed = []
+    monkeypatch.setattr(control.json, "loads", lambda data: parsed.append(data))
+    receiver = Control(ours, GRADING_PROCESS)
+    send_later(theirs, frame(body))
+    with pytest.raises(ControlLimit, match=excess):
+        receiver.recv(time.monotonic() + 10)
+    assert parsed == []
+    receiver.close()
+    theirs.close()
+
+
+def test_a_message_announced_too_large_is_refused_before_it_is_read():
+    ours, theirs = socket.socketpair()
+    theirs.sendall(HEADER.pack(64 << 20))  # and nothing more: a read would wait until the deadline
+    started = time.monotonic()
+    with pytest.raises(ControlLimit, match="more than 2 MB in one message"):
+        Control(ours, GRADING_PROCESS).recv(started + 10)
+    assert time.monotonic() - started < 1
+    ours.close()
+    theirs.close()
+
+
+def test_a_grading_process_has_a_budget_of_bytes_and_messages():
+    ours, theirs = socket.socketpair()
+    receiver = Control(ours, GRADING_PROCESS)
+    big = frame(b'{"x":"' + b"a" * ((2 << 20) - 100) + b'"}')
+    for _ in range(MAX_TOTAL // len(big)):
+        send_later(theirs, big)
+        assert receiver.recv(time.monotonic() + 10)[0].keys() == {"x"}
+    theirs.sendall(big[: HEADER.size])
+    with pytest.raises(ControlLimit, match="more than 8 MB in all"):
+        receiver.recv(time.monotonic() + 10)
+    receiver = Control(ours, GRADING_PROCESS)
+    for _ in range(MAX_MESSAGES):
+        theirs.sendall(frame(b"{}"))
+        receiver.recv(time.monotonic() + 10)
+    theirs.sendall(frame(b"{}"))
+    with pytest.raises(ControlLimit, match=f"more than {MAX_MESSAGES} messages"):
+        receiver.recv(time.monotonic() + 10)
+    receiver.close()
+    theirs.close()
+
+
+def test_descriptors_sent_with_a_refused_message_are_closed():
+    ours, theirs = socket.socketpair()
+    read_end, write_end = os.pipe()
+    socket.send_fds(theirs, [HEADER.pack(64 << 20)], [read_end])
+    os.close(read_end)
+    with pytest.raises(ControlLimit):
+        Control(ours, GRADING_PROCESS).recv(time.monotonic() + 10)
+    with pytest.raises(BrokenPipeError):  # no read end is left open anywhere
+        os.write(write_end, b"x")
+    os.close(write_end)
+    ours.close()
+    theirs.close()
+
+
+def test_an_outcome_is_cut_to_fit_one_message_and_keeps_its_results():
+    """Student code makes messages long (a failing test quotes its value, a cell's error its text): the
+    grading process shortens them until the outcome fits, so an honest grading never meets the bounds."""
+    cases = 400
+    outcome = {
+        "order": ["q1"],
+        "passed": {"q1": [i % 2 == 0 for i in range(cases)]},
+        "messages": {"q1": ["❌ [1, 2, 3], {'a': [4]} " * 1000] * cases},
+        "cell_errors": ["cell 1: ValueError: [[[[,,,," * 100] * 5000,
+        "restarts": 0,
+        "modules": ["numpy", 12, "x" * 10_000] * 10_000,
+    }
+    data = fitted(outcome)
+    assert GRADING_PROCESS.excess(data) is None
+    sent = json.loads(data)["outcome"]
+    assert sent["passed"] == {"q1": [i % 2 == 0 for i in range(cases)]}
+    assert 0 < len(sent["messages"]["q1"][0]) < 20_000 and len(sent["cell_errors"]) == MAX_CELL_ERRORS
+    assert set(sent["modules"]) == {"numpy"} and len(sent["modules"]) == MAX_MODULES // 3 + 1

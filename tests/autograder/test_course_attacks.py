@@ -9,18 +9,22 @@ environment variables) and listens on loopback; none of it may be reached.
 
 from __future__ import annotations
 
+import hashlib
+import random
 import socket
 import textwrap
 import zipfile
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from autograder import GradeOptions, grade_submission
+from autograder.assignment import AssignmentError
 from autograder.options import Limits
 from autograder.pool import close_all
-from tests.autograder.host import sandbox_processes
+from tests.autograder.host import WORKER_CPU_SECONDS, WORKER_MEMORY_MB, sandbox_processes, worker_cost
 
 CANARY = "course-attack-canary-51c2"
 OPTIONS = GradeOptions(cell_timeout=5, test_timeout=5, total_timeout=20, grace=0.5)
@@ -243,3 +247,96 @@ def test_nothing_a_grading_leaves_behind_reaches_the_next(toy, tmp_path, options
         result = grade_submission(zip_path, toy.notebook(f"course-leftover-{round}"), options)
         (q1,) = [q for q in result.questions if q.name == "q1"]
         assert result.error is None and q1.score == 2, (round, q1.tests[0].message)
+
+
+def with_support_file(toy, target: Path, name: str, chunks: Iterator[bytes], tests_q1: str | None = None) -> None:
+    """The toy assignment with a support file `name` written from `chunks` (deflated, never whole in memory
+    here either), and q1's tests replaced by `tests_q1` if given."""
+    with zipfile.ZipFile(toy.zip) as original, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
+        for item in original.infolist():
+            replaced = item.filename == "tests/q1.py" and tests_q1 is not None
+            out.writestr(item, tests_q1 if replaced else original.read(item))
+        with out.open(f"files/{name}", "w", force_zip64=True) as member:
+            for chunk in chunks:
+                member.write(chunk)
+
+
+def compressible(megabytes: int) -> Iterator[bytes]:
+    """`megabytes` MB, always the same, that deflate about 150 times (a little noise in zeros: within the
+    grader's MAX_RATIO)."""
+    noise = random.Random(0)
+    for _ in range(megabytes):
+        yield noise.randbytes(6 * 1024) + bytes((1 << 20) - 6 * 1024)
+
+
+FLOOD = """
+import hashlib
+support = hashlib.sha256(open("big.bin", "rb").read()).hexdigest()
+assert support == digest_in_sandbox() == DIGEST, "the support file did not arrive whole"
+frames = [b'{"x":[' + b"[]," * 500_000 + b"[]]}"] + [b'{"x":[' + b"[]," * 5_500_000 + b"[]]}"] * 3
+for fd in map(int, os.listdir("/proc/self/fd")):
+    try:
+        s = socket.socket(fileno=os.dup(fd))
+        s.getsockname()
+    except OSError:
+        continue
+    if s.family == socket.AF_UNIX:  # the grading process's control socket
+        for frame in frames:
+            s.sendall(struct.pack(">I", len(frame)) + frame)
+"""
+SANDBOX_DIGEST = (
+    "import hashlib\ndef digest_in_sandbox():\n    return hashlib.sha256(open('big.bin', 'rb').read()).hexdigest()\n"
+)
+
+
+def test_what_course_tests_send_and_their_support_files_cost_the_grader_little(toy, tmp_path, options):
+    """Test code writing frames of nested lists on its control socket (a 66 MB one parsed into 1.6 GB here)
+    ends its grading with a message for course staff, and a 100 MB support file (deflated to under 1 MB)
+    reaches the tests and the sandbox whole without passing through the grader's memory."""
+    digest = hashlib.sha256()
+    for chunk in compressible(100):
+        digest.update(chunk)
+    source = HEADER + "\n@test_case(points=None, hidden=False)\ndef test_flood(square, digest_in_sandbox):\n"
+    source += textwrap.indent(f"DIGEST = {digest.hexdigest()!r}\n" + FLOOD, "    ")
+    zip_path = tmp_path / "flood-autograder.zip"
+    with_support_file(toy, zip_path, "big.bin", compressible(100), source)
+    notebook = toy.notebook("course-flood", extra=[("q1", SANDBOX_DIGEST)])
+    with worker_cost() as cost:
+        result = grade_submission(zip_path, notebook, options)
+    assert result.error == (
+        "the tests could not be run: the assignment's tests sent the grader more than 20000 lists and objects in "
+        "one message, more than a grading may send (does a test write to the grading process's socket?): the "
+        "grading was stopped"
+    ), [test.message for question in result.questions for test in question.tests]
+    assert result.score == 0
+    assert cost["memory_mb"] < WORKER_MEMORY_MB and cost["cpu_seconds"] < WORKER_CPU_SECONDS, cost
+    close_all()
+    assert sandbox_processes() == []
+
+
+def test_a_zip_bomb_is_refused_before_the_grader_unpacks_it(toy, tmp_path):
+    """100 MB of zeros deflate into 100 KB: refused by what the zip's directory says, never unpacked."""
+    zip_path = tmp_path / "bomb-autograder.zip"
+    with_support_file(toy, zip_path, "zeros.bin", (bytes(1 << 20) for _ in range(100)))
+    with worker_cost() as cost, pytest.raises(AssignmentError) as refused:
+        grade_submission(zip_path, toy.notebook("course-bomb"), OPTIONS)
+    assert "the entry 'files/zeros.bin' unpacks to more than 200 times its packed size" in str(refused.value)
+    assert cost["memory_mb"] < WORKER_MEMORY_MB and cost["cpu_seconds"] < WORKER_CPU_SECONDS, cost
+
+
+CHATTY = """
+end, chunk = time.monotonic() + 3, b"x" * 65536
+while time.monotonic() < end:
+    os.write(1, chunk)
+"""
+
+
+def test_a_test_that_prints_without_end_costs_the_grader_little(toy, tmp_path, options):
+    """The grader drains what a grading process writes to its stdout and stderr (to keep its first 64 KB for
+    the log): read as it came, 3 s of writing cost the grader 1.2 s of CPU that no cgroup counted."""
+    zip_path = hostile_zip(toy, tmp_path, "import time\n" + CHATTY)
+    with worker_cost() as cost:
+        result = grade_submission(zip_path, toy.notebook("course-chatty"), options)
+    (q1,) = [q for q in result.questions if q.name == "q1"]
+    assert result.error is None and q1.score == 2, q1.tests[0].message
+    assert cost["cpu_seconds"] < 0.5, cost

@@ -14,7 +14,7 @@ import pytest
 from autograder.options import Limits
 from lti_service.assignments import confined
 from lti_service.assignments.confined import ConfinedLimits, ConfinementError, run_confined
-from tests.autograder.host import sandbox_processes
+from tests.autograder.host import WORKER_MEMORY_MB, sandbox_processes, worker_cost
 
 PROBE = """
 import os, pathlib, socket
@@ -84,3 +84,18 @@ def test_a_python_installation_under_tmp_is_not_hidden_by_the_scratch_directory(
         )
         run = run_confined([sys.executable, "-c", probe], {})
     assert (run.status, run.log.strip()) == (0, "found"), run.log
+
+
+def test_what_a_build_writes_holds_little_of_the_workers_memory():
+    """The worker keeps the end of a build's log and at most its scratch space's worth of outputs: a build
+    writing 300 MB to its log, or leaving a sparse file of 100 MB (nothing in its scratch space, all of it in
+    the outputs' tar stream), costs it no more than that."""
+    to_log = "head -c 300000000 /dev/zero; echo done"
+    sparse = "truncate -s 100M out/sparse"
+    with worker_cost() as cost:
+        run = run_confined(["/bin/sh", "-c", to_log], {})
+        with pytest.raises(ConfinementError, match="wrote more than 8 MB to its output, more than its scratch"):
+            run_confined(["/bin/sh", "-c", sparse], {}, ConfinedLimits(scratch_mb=8))
+    assert (run.status, run.log[-5:], len(run.log)) == (0, "done\n", confined.LOG_TAIL)
+    assert cost["memory_mb"] < WORKER_MEMORY_MB, cost
+    assert sandbox_processes() == []

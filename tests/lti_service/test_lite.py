@@ -309,14 +309,16 @@ def test_a_handout_with_data_files_is_listed_folder_by_folder():
     import datetime as dt
     import io
 
-    from lti_service.lite import handout_files, listing, notebook_path
+    from lti_service.lite import MAX_HANDOUT_BYTES, listing, notebook_path, open_handout
 
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as archive:
         for name, data in {"hw.ipynb": b"{}", "data/scores.csv": b"a,b\n", "data/raw/x.txt": b"x"}.items():
             archive.writestr(name, data)
-    files = handout_files(out.getvalue(), "hw.zip")
+    handout = open_handout(out.getvalue(), "hw.zip")
+    files = handout.sizes
     assert notebook_path(files) == "hw.ipynb"
+    assert handout.read("data/scores.csv") == b"a,b\n" and handout.read("tests/q1.py") is None
     added = dt.datetime(2026, 9, 1, 12, 0)
     top = listing(files, "", added)
     assert [(e["name"], e["type"]) for e in top["content"]] == [("data", "directory"), ("hw.ipynb", "notebook")]
@@ -327,3 +329,10 @@ def test_a_handout_with_data_files_is_listed_folder_by_folder():
     ]
     assert data["content"][1]["last_modified"] == "2026-09-01T12:00:00+00:00"
     assert listing(files, "tests", added) is None and listing(files, "dat", added) is None
+
+    bomb = io.BytesIO()  # a handout that would unpack past its bound is refused by its directory, unread
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("hw.ipynb", b"{}")
+        archive.writestr("data/zeros.bin", bytes(MAX_HANDOUT_BYTES + 1))
+    with pytest.raises(ValueError, match="more than"):
+        open_handout(bomb.getvalue(), "hw.zip")
