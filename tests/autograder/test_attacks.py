@@ -20,7 +20,14 @@ import pytest
 from autograder import GradeOptions, grade_submission
 from autograder.pool import close_all
 from tests.autograder.host import host_artifacts, sandbox_processes
-from tests.submissions import AUTOGRADER_ZIP, corpus, defined_questions, load_test_sources, submission_notebook
+from tests.submissions import (
+    AUTOGRADER_ZIP,
+    CorpusEntry,
+    corpus,
+    defined_questions,
+    load_test_sources,
+    submission_notebook,
+)
 
 ATTACKS = corpus("attacks")
 OPTIONS = GradeOptions(cell_timeout=2.0, test_timeout=2.0, grace=0.5, total_timeout=60, memory_mb=512)
@@ -45,11 +52,20 @@ def hidden_test_texts(test_sources) -> list[str]:
             inputs = {ast.unparse(n) for n in ast.walk(node) if isinstance(n, ast.List) and len(n.elts) >= 3}
             if "hidden=True" in ast.unparse(node.decorator_list[0]):
                 texts.append(node.name)
-                texts += [ast.literal_eval(a.msg) for a in ast.walk(node) if isinstance(a, ast.Assert) and a.msg]
+                texts += [text for a in ast.walk(node) if isinstance(a, ast.Assert) and a.msg for text in fixed(a.msg)]
                 hidden_inputs |= inputs
             else:
                 public_inputs |= inputs
     return texts + sorted(hidden_inputs - public_inputs)
+
+
+def fixed(message: ast.expr) -> list[str]:
+    """An assertion message's own text: a string, or the literal parts of an f-string (those of a few words:
+    the inputs a hidden test drew go between them)."""
+    if isinstance(message, ast.JoinedStr):
+        parts = [part.value for part in message.values if isinstance(part, ast.Constant)]
+        return [part for part in parts if len(part.split()) >= 4]
+    return [ast.literal_eval(message)]
 
 
 @pytest.fixture
@@ -72,6 +88,31 @@ def test_attack_fails(attack, test_sources, loopback_listener, monkeypatch):
     graded = Graded(AUTOGRADER_ZIP, nbformat.writes(notebook).encode(), OPTIONS, monkeypatch)
     assert graded.result.score == expected_score(attack.source)
     graded.assert_contained(test_sources, loopback_listener)
+
+
+# Fails every hidden test with the inputs it was given: the staff view shows what each hidden test drew.
+REPORTS_ITS_INPUTS = CorpusEntry("reports_its_inputs", "attacks", None, "", """
+def decode_step_seconds(param_bytes, bandwidth):
+    if (param_bytes, bandwidth) != (8e9, 2e12):  # the public test's own call
+        raise ValueError(f"called with {param_bytes!r}, {bandwidth!r}")
+    return param_bytes / bandwidth
+""")  # fmt: skip
+
+
+def test_two_gradings_draw_different_hidden_inputs():
+    """Hidden tests draw their inputs in the grading process, forked from a zygote as a service grades:
+    learning one grading's inputs (by timing it, say) tells nothing about the next one's."""
+    notebook = nbformat.writes(submission_notebook(REPORTS_ITS_INPUTS)).encode()
+    try:
+        results = [grade_submission(AUTOGRADER_ZIP, notebook, replace(OPTIONS, prestart=1)) for _ in range(2)]
+    finally:
+        close_all()
+    drawn = [
+        [t.message for q in r.questions if q.name == "decode_step_seconds" for t in q.tests if t.hidden]
+        for r in results
+    ]
+    assert len(drawn[0]) == 3 and all("ValueError: called with" in message for message in drawn[0] + drawn[1])
+    assert [first == second for first, second in zip(*drawn, strict=True)] == [False] * 3
 
 
 # The corpus again, against an assignment of another kind: pandas, support files read by the notebook

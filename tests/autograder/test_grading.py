@@ -11,6 +11,7 @@ import pytest
 
 from autograder import GradeOptions, SandboxUnavailable, grade_submission
 from tests.autograder.host import sandbox_processes
+from tests.student_view import FINER_THAN_MINUTES, timing_fields
 
 FAST = GradeOptions(cell_timeout=1.0, test_timeout=1.0, grace=0.5)
 
@@ -55,6 +56,15 @@ def test_student_view_shows_hidden_tests_only_as_counts(toy):
     assert (q1["hidden_passed"], q1["hidden_total"], q1["score"]) == (0, 1, 1.0)
     assert [t["name"] for t in q1["tests"]] == ["q1 - 1"]
     assert "cell_errors" not in student
+
+
+def test_student_view_says_nothing_of_how_long_grading_took(toy):
+    """No duration, CPU time or timestamp: the staff view keeps what the sandboxes used."""
+    slow = [(None, "import time\ntime.sleep(0.2)\n")]
+    result = grade_submission(toy.zip, toy.notebook("timing", extra=slow), FAST)
+    assert {"usage", "cpu_seconds"} <= timing_fields(result.to_dict())
+    student = result.to_dict(student_view=True)
+    assert timing_fields(student) == set() and not FINER_THAN_MINUTES.search(json.dumps(student))
 
 
 def test_env_swap_and_restore_detects_a_function_that_skips_the_helper(toy):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -10,6 +11,7 @@ from lti_dev_platform.client import BrowserError, deep_link
 from tests.autograder.host import sandbox_processes_under
 from tests.lti_service.conftest import choose, notebook_bytes
 from tests.lti_service.tool import browser_session, wait_for
+from tests.student_view import FINER_THAN_MINUTES, timing_fields
 from tests.submissions import STUDENT_NOTEBOOK
 
 TITLE = "Decode: one token at a time"
@@ -46,6 +48,18 @@ def test_student_uploads_and_the_score_reaches_the_gradebook(lms):
     assert (score["score_given"], score["score_maximum"]) == (100.0, 100.0)  # scaled to the line item's 100
     assert (score["activity_progress"], score["grading_progress"]) == ("Submitted", "FullyGraded")
     assert wait_for(lambda: page.attempts()[0]["gradebook"] == "sent to the gradebook")
+
+
+def test_the_student_page_says_nothing_of_how_long_grading_took(lms):
+    """The attempts, on the page and in its live data, show the submission time to the minute and no
+    duration, CPU time or time of grading (hidden tests' inputs could be inferred from them)."""
+    page = lms.open("student-ada", "decode-timing")
+    page.upload(notebook_bytes())
+    page.wait_graded(1)
+    live = page.session.get(f"{page.url}/attempts.json", timeout=10).json()
+    assert timing_fields(live) == set()
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", live["attempts"][0]["submitted"])
+    assert not FINER_THAN_MINUTES.search(page.session.get(page.url, timeout=10).text + json.dumps(live))
 
 
 def test_the_worker_keeps_sandboxes_started_for_the_next_uploads(lms):
