@@ -94,11 +94,11 @@ def test_regrade_and_resend_show_progress_until_done(lms):
     assert (progress["kind"], progress["total"], progress["done"], progress["failed"]) == ("regrade", 2, 2, 0)
     assert "2 of 2 done" in lms.open("instructor-turing", "dash-batch").html  # still there after a reload
 
-    lms.hook("fail-scores", count=100, status=500)
+    lms.hook("fail-scores", count=100, status=400)  # refused for good: no retry of its own races the re-send
     grace = lms.open("student-grace", "dash-resend")
     grace.upload(notebook_bytes())
     grace.wait_graded(1)
-    wait_for(lambda: grace.attempts()[0]["gradebook_state"] == "retrying")
+    wait_for(lambda: grace.attempts()[0]["gradebook_state"] == "failed")
     lms.hook("fail-scores", count=0)
     page = lms.open("instructor-turing", "dash-resend")
     response = staff_post(page, "resend")
