@@ -286,7 +286,7 @@ def left():
         heading="You have left this notebook",
         message=(
             "This window is signed out and nothing of your work is kept on this computer: the tool keeps it. "
-            "You can close this window."
+            "Close this window, and sign out of your course's site too before you leave the computer."
         ),
         done=True,
     )
