@@ -12,8 +12,16 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from .inside.control import MB, Bounds
+
 IGNORE_TAG = "otter_ignore"
 CELL_TYPES = ("code", "markdown", "raw")
+
+SHAPE = Bounds(64 * MB, 100_000, 500_000)
+"""What a notebook's JSON may hold before it is parsed (by the web process at upload, by the worker, and for
+master notebooks by the build): parsing costs ~100 bytes a list or object and ~60 an item however short its
+text, so 5 MB of `[[],[],...]` would take 150 MB. Jupyter's notebooks hold far fewer: Decode's 556 and 2,231
+(a 5 MB notebook of printed output, a list item a line, about 100,000)."""
 
 
 class InvalidSubmission(ValueError):
@@ -43,6 +51,8 @@ def load_cells(data: bytes, assignment_name: str | None, max_bytes: int) -> list
         raise InvalidSubmission("the file is empty")
     if len(data) > max_bytes:
         raise InvalidSubmission(f"the file is over the size limit of {max_bytes} bytes")
+    if excess := SHAPE.excess(data):
+        raise InvalidSubmission(f"the file has {excess}: it is not a notebook Jupyter wrote")
     try:
         notebook = json.loads(data)
     except (ValueError, RecursionError):

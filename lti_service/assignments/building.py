@@ -29,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from autograder import GradeOptions, InvalidSubmission, SandboxUnavailable, check_submission, grade_submission
 from autograder.assignment import AssignmentError, check_directory, check_sizes
 from autograder.environment import EnvironmentBuildError, lookup, prepare, requirements_of
+from autograder.notebook import SHAPE
 from autograder.paths import check_zip_members, safe_relative
 from autograder.safe_yaml import load_yaml
 
@@ -67,6 +68,8 @@ class Built:
 
 def master_config(master: bytes) -> dict:
     """The ASSIGNMENT CONFIG of a master notebook (its first cell), or BuildError."""
+    if excess := SHAPE.excess(master):
+        raise BuildError(f"this file has {excess}: it is not a notebook Jupyter wrote")
     try:
         notebook = json.loads(master)
         first = notebook["cells"][0]
@@ -280,9 +283,11 @@ def pack_handout(filename: str, files: dict[str, bytes]) -> tuple[bytes, str]:
 
 def _title(notebook: bytes) -> str | None:
     """The first Markdown heading of a notebook."""
+    if SHAPE.excess(notebook):
+        return None
     try:
         cells = json.loads(notebook)["cells"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None
     for cell in cells:
         source = cell.get("source", "") if isinstance(cell, dict) else ""

@@ -112,3 +112,20 @@ def test_a_zip_of_many_tiny_entries_is_refused_before_its_directory_is_read(tmp_
     with worker_cost() as cost, pytest.raises(AssignmentError, match="its directory of entries is more than 4 MB"):
         load_assignment(zip_path)
     assert cost["memory_mb"] < 1, cost
+
+
+def test_a_notebook_of_nested_lists_is_refused_before_it_is_parsed():
+    """A 5 MB upload (or a 50 MB master notebook) of `[[],[],...]` would parse into 30 times its size in the
+    web process and the worker; refused by its shape at C speed, while real notebooks pass."""
+    from autograder.notebook import InvalidSubmission, load_cells
+    from lti_service.assignments.building import BuildError, master_config
+    from tests.submissions import STUDENT_NOTEBOOK
+
+    hostile = b'{"cells": [' + b"[]," * (5 * MB // 3 - 20) + b'[]], "nbformat": 4, "metadata": {}}'
+    with worker_cost() as cost:
+        with pytest.raises(InvalidSubmission, match="more than 100000 lists and objects"):
+            load_cells(hostile, None, 5 * MB)
+        with pytest.raises(BuildError, match="more than 100000 lists and objects"):
+            master_config(hostile)
+    assert cost["memory_mb"] < 16 and cost["cpu_seconds"] < 1, cost
+    assert load_cells(STUDENT_NOTEBOOK.read_bytes(), None, 5 * MB), "a real notebook passes"
