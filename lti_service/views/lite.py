@@ -89,8 +89,9 @@ def _browser(launch: Launch) -> tuple[AssignmentVersion, BrowserFit, Handout]:
     """The launch's assignment version, how it runs in the browser and its handout; 404 where it does not."""
     version = versions.version_for(services(), launch)
     fit = offer(launch, version.requirements)
-    handout = _handout(services().config.sqlalchemy_url, version.id, version.handout_name)
-    if fit is None or not fit.runs or handout is None:
+    runs = fit is not None and fit.runs
+    handout = _handout(services().config.sqlalchemy_url, version.id, version.handout_name) if runs else None
+    if fit is None or handout is None:
         abort(404, "This assignment does not open in the browser: download the notebook from its page instead.")
     return version, fit, handout
 
