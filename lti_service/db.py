@@ -7,6 +7,7 @@ The database owns job state, so any worker on any machine can pick up any job.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -31,6 +32,12 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def token_digest(token: str) -> str:
+    """A bearer token as the database keeps it (invites, launch cookies, notebook windows): its SHA-256 only,
+    so a copy of the database opens nothing."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 class Base(DeclarativeBase):

@@ -1,9 +1,9 @@
 """The notebook in the browser (JupyterLite with Pyodide): which assignments can run there, and what one
 launch's copy of the site holds.
 
-One site, built once (`make lite`: build/lite/site), serves every assignment. Per launch the tool adds
-only data: the configuration (where the student's work is kept in the browser, which packages the kernel
-loads) and the files of the handout, which is what students download anyway. Hidden tests live only in the
+One site, built once (`make lite`: build/lite/site), serves every assignment. Per window the tool adds
+only data: the configuration (which packages the kernel loads; the work is kept by the tool, lite_windows.py)
+and the files of the handout, which is what students download anyway. Hidden tests live only in the
 autograder zip, so they never reach the browser.
 """
 

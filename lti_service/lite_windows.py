@@ -12,7 +12,6 @@ IDLE, when the student leaves the computer, and when its launch expires. The stu
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from sqlalchemy import delete, func, select
 
 from autograder.paths import safe_relative
 
-from .db import Database, Launch, LiteDraft, LiteWindow, utcnow
+from .db import Database, Launch, LiteDraft, LiteWindow, token_digest, utcnow
 
 IDLE = dt.timedelta(minutes=10)
 """signed out after this long unused (an open window says it is alive every HEARTBEAT)"""
@@ -45,10 +44,6 @@ class Opened:
     """the cookie's value: given to the browser once, kept here only as its hash"""
 
 
-def _hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 def open_window(db: Database, launch: Launch) -> Opened:
     """A new window for this launch, signed in until IDLE from now (expired windows are forgotten here)."""
     opened = Opened(secrets.token_urlsafe(12), secrets.token_urlsafe(32))
@@ -56,7 +51,9 @@ def open_window(db: Database, launch: Launch) -> Opened:
     with db.session() as session:
         session.execute(delete(LiteWindow).where(LiteWindow.expires_at < now))
         session.add(
-            LiteWindow(id=opened.window_id, token_hash=_hash(opened.token), launch_id=launch.id, expires_at=now + IDLE)
+            LiteWindow(
+                id=opened.window_id, token_hash=token_digest(opened.token), launch_id=launch.id, expires_at=now + IDLE
+            )
         )
     return opened
 
@@ -69,7 +66,11 @@ def signed_in(db: Database, window_id: str, token: str | None) -> Launch | None:
     now = utcnow()
     with db.session() as session:
         window = session.get(LiteWindow, window_id)
-        if window is None or window.expires_at <= now or not hmac.compare_digest(window.token_hash, _hash(token)):
+        if (
+            window is None
+            or window.expires_at <= now
+            or not hmac.compare_digest(window.token_hash, token_digest(token))
+        ):
             return None
         launch = session.get(Launch, window.launch_id)
         if launch is None or launch.expires_at <= now:

@@ -9,13 +9,12 @@ on SQLite and PostgreSQL alike.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
 import secrets
 
 from sqlalchemy import select, update
 
-from ..db import Database, RegistrationInvite, utcnow
+from ..db import Database, RegistrationInvite, token_digest, utcnow
 
 MAX_LIFETIME = dt.timedelta(days=30)
 DURATION = re.compile(r"^(\d+)([smhd])$")
@@ -33,15 +32,11 @@ def parse_duration(text: str) -> dt.timedelta:
     return lifetime
 
 
-def _digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 def create(db: Database, lifetime: dt.timedelta, name: str = "") -> tuple[str, RegistrationInvite]:
     """A new invite; its token (shown once, never stored) and its row."""
     token = secrets.token_urlsafe(32)
     with db.session() as session:
-        invite = RegistrationInvite(token_sha256=_digest(token), name=name[:200], expires_at=utcnow() + lifetime)
+        invite = RegistrationInvite(token_sha256=token_digest(token), name=name[:200], expires_at=utcnow() + lifetime)
         session.add(invite)
     return token, invite
 
@@ -51,7 +46,7 @@ def redeem(db: Database, token: str) -> tuple[RegistrationInvite | None, str]:
     "missing", "unknown", "used" or "expired"."""
     if not token:
         return None, "missing"
-    digest, now = _digest(token), utcnow()
+    digest, now = token_digest(token), utcnow()
     with db.session() as session:
         taken = session.execute(
             update(RegistrationInvite)

@@ -10,7 +10,7 @@ import hmac
 
 from flask import abort, current_app, request
 
-from ..db import Launch, utcnow
+from ..db import Launch, token_digest, utcnow
 from ..lti.cookies import launch_cookie
 from ..lti.roles import is_course_staff
 from . import services
@@ -26,17 +26,13 @@ def current_launch(launch_id: str, cookie_path: bool = True) -> Launch:
     return launch
 
 
-def binding_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 def _bound_here(launch: Launch) -> bool:
     """Whether the request comes from the browser that launched it (a launch without a cookie is bound to
     nothing: it was confirmed through the platform's storage, where the browser keeps no cookie of ours)."""
     if launch.binding_hash is None:
         return True
     token = launch_cookie(launch.id)
-    return token is not None and hmac.compare_digest(binding_hash(token), launch.binding_hash)
+    return token is not None and hmac.compare_digest(token_digest(token), launch.binding_hash)
 
 
 def csrf_token(launch: Launch) -> str:

@@ -8,7 +8,7 @@ import secrets
 
 from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
 
-from ..db import Launch, utcnow
+from ..db import Launch, token_digest, utcnow
 from ..links.columns import ensure_column
 from ..links.versions import pin
 from ..lti import invites, login_limits
@@ -19,7 +19,6 @@ from ..lti.login import LOGIN_LIFETIME, LOGIN_PARAMS, Login
 from ..lti.registration import CANVAS_SERVICES_FOR_ADMIN, DESCRIPTION, RegistrationError, ToolUrls, is_canvas, register
 from ..platforms import PlatformConflict, insert_platform
 from . import queue, services
-from .launches import binding_hash
 
 bp = Blueprint("lti", __name__, url_prefix="/lti")
 log = logging.getLogger("lti_service.lti")
@@ -110,7 +109,7 @@ def launch():
     except CookiesBlocked:
         return render_template("message.html", heading="The assignment cannot open here", message=COOKIE_LOST), 400
     token = secrets.token_urlsafe(32)  # the state cookie came back: this browser keeps the tool's cookies here
-    record, url = _open(claims, binding_hash(token))
+    record, url = _open(claims, token_digest(token))
     response = redirect(url, 303)
     set_launch_cookie(response, record.id, token, url_for("pages.assignment", launch_id=record.id))
     return response
