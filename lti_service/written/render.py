@@ -1,0 +1,388 @@
+"""A student's written answer (and a question's prompt) as HTML for course staff, in which nothing a student
+wrote is active: no script, no style, no form, no frame, no request to another site.
+
+Markdown is rendered with raw HTML allowed (as Jupyter does), then everything goes through two allowlists:
+nh3 (an HTML5 sanitiser) keeps known-inert elements and attributes, and a second pass re-writes its output
+element by element, keeps only links to http, https and mailto and images that are checked data: URIs
+(a remote image would tell a third party who graded when), and escapes every text and attribute. The pages'
+Content-Security-Policy forbids scripts too, but this stands without it. Every size is bounded: a student's
+answer can be a 60 MB notebook.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import re
+import struct
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from typing import Any
+
+import nh3
+from markdown_it import MarkdownIt
+
+from autograder.written import MAX_REGION_CELLS, PLACEHOLDER, Answer
+
+MAX_CELL_TEXT = 200 * 1024
+"""characters of one cell's text (its markdown, code or one output) shown; the rest is left out with a note"""
+MAX_IMAGE_BYTES = 4 * 1024 * 1024
+"""bytes of one image shown inline (a screenshot of a page is about 1 MB)"""
+MAX_IMAGE_PIXELS = 40_000_000
+"""pixels of one image shown inline, read from its header: a small file can decode to gigabytes"""
+MAX_ANSWER_IMAGES = 8 * 1024 * 1024
+"""bytes of images shown inline in one answer"""
+MAX_ANSWER_TEXT = 2 * 1024 * 1024
+"""characters of HTML (images apart) of one answer; the cells past it are left out with a note"""
+MAX_ANSWER_MARKDOWN = 256 * 1024
+"""characters of one answer rendered as markdown; past it, markdown is shown as plain text. markdown-it-py
+takes up to ~17 µs a character on hostile text ("[[[[...": 3.4 s for 200 KB), so this bounds a page's time"""
+
+REMOTE_IMAGE = "[an image from the web, not loaded]"
+INTERACTIVE = "(an interactive output, not shown)"
+DOWNLOAD = "download the notebook to see all of it"
+
+TAGS = {
+    "a", "abbr", "b", "blockquote", "br", "caption", "cite", "code", "col", "colgroup", "dd", "del", "details",
+    "dfn", "div", "dl", "dt", "em", "figcaption", "figure", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img",
+    "ins", "kbd", "li", "mark", "ol", "p", "pre", "q", "s", "samp", "small", "span", "strike", "strong", "sub",
+    "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "tt", "u", "ul", "var", "wbr",
+}  # fmt: skip
+"""elements kept: text, lists, tables, code and images; nothing that runs, styles, submits or embeds"""
+ATTRIBUTES = {
+    "a": {"href", "title"},
+    "img": {"src", "alt", "title", "width", "height"},
+    "td": {"colspan", "rowspan", "align"},
+    "th": {"colspan", "rowspan", "align", "scope"},
+    "ol": {"start"},
+    "abbr": {"title"},
+}
+"""attributes kept, per element: no id or name (they could clobber the page's), no class, no style, no on*"""
+DROPPED_WITH_CONTENT = {"script", "style", "svg", "math", "template", "iframe", "object", "embed", "noscript",
+                        "textarea", "select", "title"}  # fmt: skip
+"""elements left out with everything inside them (other unknown elements are left out, their text kept)"""
+LINK_SCHEMES = ("http://", "https://", "mailto:")
+IMAGE_TYPES = {"image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF", "image/webp": "WebP"}
+_DATA_URI = re.compile(r"data:(image/(?:png|jpeg|gif|webp|svg\+xml));base64,([A-Za-z0-9+/=\s]*)\Z", re.IGNORECASE)
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
+_MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+
+
+@dataclass
+class _Budget:
+    """What is left to show of one answer."""
+
+    text: int = MAX_ANSWER_TEXT
+    images: int = MAX_ANSWER_IMAGES
+    markdown: int = MAX_ANSWER_MARKDOWN
+    uri_chars: int = 0
+    """characters of the images inlined so far (they count against `images`, not `text`)"""
+
+
+def answer_html(answer: Answer) -> str:
+    """The answer as HTML safe to insert in a page (`|safe`)."""
+    if not answer.found:
+        return _note("This question was not found in the notebook: its cells may have been deleted or moved.")
+    if answer.blank:
+        return _note("Nothing written: the answer cells are empty or as handed out.")
+    budget, parts = _Budget(), []
+    for number, cell in enumerate(answer.cells):
+        images_before = budget.uri_chars
+        part = _cell_html(cell, budget)
+        text = len(part) - (budget.uri_chars - images_before)
+        if text > budget.text:
+            parts.append(_note(f"{len(answer.cells) - number} more cells not shown: the answer is too long to show "
+                               f"here; {DOWNLOAD}."))  # fmt: skip
+            break
+        budget.text -= text
+        parts.append(part)
+    if answer.omitted_cells:
+        parts.append(_note(f"{answer.omitted_cells} more cells not shown (an answer shows at most "
+                           f"{MAX_REGION_CELLS}); {DOWNLOAD}."))  # fmt: skip
+    return "\n".join(parts)
+
+
+def prompt_html(markdown: str) -> str:
+    """A question's prompt (markdown) as HTML safe to insert in a page (`|safe`)."""
+    return _markdown(_cut(markdown, 0), {}, _Budget())
+
+
+# --- cells -------------------------------------------------------------------------------------------------
+
+
+def _cell_html(cell: dict[str, Any], budget: _Budget) -> str:
+    kind, source = cell.get("cell_type"), str(cell.get("source", ""))
+    omitted = cell.get("omitted") or {}
+    if kind == "markdown":
+        if source.strip() == PLACEHOLDER:
+            return ""
+        attachments = cell.get("attachments") if isinstance(cell.get("attachments"), dict) else {}
+        body = _markdown(_cut(source, omitted.get("source", 0)), attachments, budget)
+        return f'<div class="answer-cell answer-markdown">{body}</div>'
+    if kind == "code":
+        code = _pre(_cut(source, omitted.get("source", 0)), "code")
+        shown = _outputs_html(cell.get("outputs") or [], omitted.get("outputs", 0), budget.text - len(code), budget)
+        return f'<div class="answer-cell answer-code">{code}{shown}</div>'
+    return f'<div class="answer-cell answer-raw">{_pre(_cut(source, omitted.get("source", 0)))}</div>'
+
+
+def _outputs_html(outputs: list[Any], omitted: int, room: int, budget: _Budget) -> str:
+    """A code cell's outputs, as many as fit in `room` characters (images apart)."""
+    parts = []
+    for number, output in enumerate(outputs):
+        images_before = budget.uri_chars
+        part = _output_html(output, budget) if isinstance(output, dict) else ""
+        room -= len(part) - (budget.uri_chars - images_before)
+        if room < 0:
+            omitted += len(outputs) - number
+            break
+        parts.append(part)
+    if omitted:
+        parts.append(_note(f"{omitted} more outputs not shown; {DOWNLOAD}."))
+    return "".join(f'<div class="answer-output">{part}</div>' for part in parts if part)
+
+
+def _output_html(output: dict[str, Any], budget: _Budget) -> str:
+    kind, omitted = output.get("output_type"), output.get("omitted") or {}
+    if kind == "stream":
+        return _pre(_cut(_plain(output.get("text")), omitted.get("text", 0)))
+    if kind == "error":
+        text = _plain(output.get("traceback")) or f"{output.get('ename', '')}: {output.get('evalue', '')}"
+        return _pre(_cut(text, omitted.get("traceback", 0)))
+    data = output.get("data")
+    if not isinstance(data, dict):
+        return ""
+    return _bundle_html(data, omitted, budget)
+
+
+def _bundle_html(data: dict[str, Any], omitted: dict[str, int], budget: _Budget) -> str:
+    """The representation Jupyter would show, made inert."""
+    if any(m in data for m in ("application/vnd.jupyter.widget-view+json", "application/javascript")):
+        return _note(INTERACTIVE)
+    if "text/html" in data:
+        return _clean(_cut(str(data["text/html"]), omitted.get("text/html", 0)), {}, budget)
+    for mime in ("image/svg+xml", *IMAGE_TYPES):
+        if mime in data:
+            return _image_output(mime, str(data[mime]), omitted.get(mime, 0), budget)
+    if "text/markdown" in data:
+        return _markdown(_cut(str(data["text/markdown"]), omitted.get("text/markdown", 0)), {}, budget)
+    for mime in ("text/latex", "text/plain"):
+        if mime in data:
+            return _pre(_cut(_plain(data[mime]), omitted.get(mime, 0)))
+    return _note("(an output of a kind not shown here)") if data else ""
+
+
+def _image_output(mime: str, data: str, omitted: int, budget: _Budget) -> str:
+    if omitted:
+        return _note(f"An image of {_size(omitted * 3 // 4)} not shown (over {_size(MAX_IMAGE_BYTES)}); {DOWNLOAD}.")
+    if mime == "image/svg+xml":
+        data = base64.b64encode(data.encode()).decode()
+    uri, refusal = _data_image(f"data:{mime};base64,{data}", budget)
+    if uri is None:
+        return _note(refusal)
+    alt = f"an output image ({mime.split('/')[1].split('+')[0].upper()})"
+    return f'<img src="{uri}" alt="{alt}">'
+
+
+def _plain(text: Any) -> str:
+    """Output text without ANSI colour codes (tracebacks are full of them)."""
+    return _ANSI.sub("", text if isinstance(text, str) else "")
+
+
+def _pre(text: str, inner: str | None = None) -> str:
+    body = html.escape(text, quote=False)
+    return f"<pre><{inner}>{body}</{inner}></pre>" if inner else f"<pre>{body}</pre>"
+
+
+def _note(text: str) -> str:
+    return f'<p class="answer-note">{html.escape(text)}</p>'
+
+
+def _cut(text: str, already: int) -> str:
+    """At most MAX_CELL_TEXT characters, with a note of how much more there is (`already` was cut before)."""
+    more = max(len(text) - MAX_CELL_TEXT, 0) + already
+    if not more:
+        return text
+    return f"{text[:MAX_CELL_TEXT]}\n\n... {_size(more)} more not shown; {DOWNLOAD}."
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
+
+
+# --- markdown and HTML -------------------------------------------------------------------------------------
+
+
+def _markdown(text: str, attachments: dict[str, Any], budget: _Budget) -> str:
+    if len(text) > budget.markdown:
+        return _pre(text)
+    budget.markdown -= len(text)
+    try:
+        rendered = _MARKDOWN.render(text)
+    except RecursionError:  # markdown-it bounds nesting; this is the belt to those braces
+        return _pre(text)
+    return _clean(rendered, attachments, budget)
+
+
+def _clean(markup: str, attachments: dict[str, Any], budget: _Budget) -> str:
+    sanitised = nh3.clean(
+        markup,
+        tags=TAGS,
+        clean_content_tags=DROPPED_WITH_CONTENT,
+        attributes=ATTRIBUTES,
+        url_schemes={"http", "https", "mailto", "data", "attachment"},
+        link_rel="noopener noreferrer nofollow",
+        strip_comments=True,
+    )
+    writer = _Rewriter(attachments, budget)
+    writer.feed(sanitised)
+    writer.close()
+    return "".join(writer.out)
+
+
+class _Rewriter(HTMLParser):
+    """The second pass: writes the sanitiser's output again, element by element, with only allowed elements
+    and attributes, links only to LINK_SCHEMES, images only from checked data: URIs, and everything escaped."""
+
+    def __init__(self, attachments: dict[str, Any], budget: _Budget) -> None:
+        super().__init__(convert_charrefs=True)
+        self.attachments, self.budget, self.out = attachments, budget, []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "img":
+            self.out.append(self._image(dict(attrs)))
+        elif tag in TAGS:
+            self.out.append(f"<{tag}{self._attributes(tag, attrs)}>")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in TAGS and tag not in ("img", "br", "hr", "wbr", "col"):
+            self.out.append(f"</{tag}>")
+
+    def handle_data(self, data: str) -> None:
+        self.out.append(html.escape(data, quote=False))
+
+    def _attributes(self, tag: str, attrs: list[tuple[str, str | None]]) -> str:
+        kept = []
+        for name, value in attrs:
+            if name not in ATTRIBUTES.get(tag, ()) or value is None:
+                continue
+            if name == "href" and not value.strip().lower().startswith(LINK_SCHEMES):
+                continue
+            kept.append(f' {name}="{html.escape(value)}"')
+        if tag == "a" and any(k.startswith(" href=") for k in kept):
+            kept.append(' rel="noopener noreferrer nofollow"')
+        return "".join(kept)
+
+    def _image(self, attrs: dict[str, str | None]) -> str:
+        src = (attrs.get("src") or "").strip()
+        if src.lower().startswith("attachment:"):
+            src = _attachment(self.attachments, src[len("attachment:") :])
+        if not src.lower().startswith("data:"):
+            remote = src.lower().startswith(("http:", "https:", "//"))
+            return html.escape(REMOTE_IMAGE if remote else "[an image, not shown]")
+        uri, refusal = _data_image(src, self.budget)
+        if uri is None:
+            return html.escape(f"[{refusal}]")
+        alt = html.escape(attrs.get("alt") or "an image")
+        return f'<img src="{uri}" alt="{alt}">'
+
+
+def _attachment(attachments: dict[str, Any], name: str) -> str:
+    """A markdown cell's attached image (pasted into the cell) as a data: URI; "" if it has none by that name."""
+    bundle = attachments.get(name)
+    if not isinstance(bundle, dict):
+        return ""
+    for mime in (*IMAGE_TYPES, "image/svg+xml"):
+        if isinstance(bundle.get(mime), str) and bundle[mime]:
+            return f"data:{mime};base64,{bundle[mime]}"
+    return ""
+
+
+# --- images ------------------------------------------------------------------------------------------------
+
+
+def _data_image(uri: str, budget: _Budget) -> tuple[str | None, str]:
+    """(a canonical data: URI, "") for an image that may be shown inline, else (None, why not)."""
+    if len(uri) > MAX_IMAGE_BYTES * 4 // 3 + 1024:
+        return None, f"An image of {_size(len(uri) * 3 // 4)} not shown (over {_size(MAX_IMAGE_BYTES)}); {DOWNLOAD}."
+    match = _DATA_URI.match(uri)
+    if not match:
+        return None, "An image in a format not shown here."
+    mime = match.group(1).lower()
+    try:
+        data = base64.b64decode("".join(match.group(2).split()), validate=True)
+    except (binascii.Error, ValueError):
+        return None, "An image whose data is damaged."
+    if refusal := _image_refusal(mime, data, budget):
+        return None, refusal
+    budget.images -= len(data)
+    uri = f"data:{mime};base64,{base64.b64encode(data).decode()}"
+    budget.uri_chars += len(uri)
+    return uri, ""
+
+
+def _image_refusal(mime: str, data: bytes, budget: _Budget) -> str | None:
+    if len(data) > MAX_IMAGE_BYTES:
+        return f"An image of {_size(len(data))} not shown (over {_size(MAX_IMAGE_BYTES)}); {DOWNLOAD}."
+    if len(data) > budget.images:
+        return f"An image not shown: the answer's images are over {_size(MAX_ANSWER_IMAGES)}; {DOWNLOAD}."
+    if mime == "image/svg+xml":
+        return None  # shown as an <img>, an SVG runs no script and loads nothing
+    size = _dimensions(mime, data)
+    if size is None:
+        return f"An image that is not a valid {IMAGE_TYPES[mime]}."
+    if size[0] * size[1] > MAX_IMAGE_PIXELS:
+        return f"An image of {size[0]}×{size[1]} pixels not shown (over {MAX_IMAGE_PIXELS // 1_000_000} megapixels)."
+    return None
+
+
+def _dimensions(mime: str, data: bytes) -> tuple[int, int] | None:
+    """(width, height) from the image's header, None if it is not an image of that type."""
+    if mime == "image/png" and data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR":
+        return struct.unpack(">II", data[16:24])
+    if mime == "image/gif" and data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
+        return struct.unpack("<HH", data[6:10])
+    if mime == "image/jpeg" and data[:3] == b"\xff\xd8\xff":
+        return _jpeg_dimensions(data)
+    if mime == "image/webp" and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return _webp_dimensions(data)
+    return None
+
+
+def _jpeg_dimensions(data: bytes) -> tuple[int, int] | None:
+    """From the first start-of-frame segment (SOF0-SOF15 but DHT, JPG and DAC)."""
+    at = 2
+    while at + 9 <= len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker == 0xFF:  # fill byte
+            at += 1
+            continue
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height, width = struct.unpack(">HH", data[at + 5 : at + 9])
+            return width, height
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+            at += 2
+            continue
+        at += 2 + struct.unpack(">H", data[at + 2 : at + 4])[0]
+    return None
+
+
+def _webp_dimensions(data: bytes) -> tuple[int, int] | None:
+    chunk = data[12:16]
+    if chunk == b"VP8X" and len(data) >= 30:
+        return 1 + int.from_bytes(data[24:27], "little"), 1 + int.from_bytes(data[27:30], "little")
+    if chunk == b"VP8L" and len(data) >= 25:
+        bits = int.from_bytes(data[21:25], "little")
+        return 1 + (bits & 0x3FFF), 1 + ((bits >> 14) & 0x3FFF)
+    if chunk == b"VP8 " and len(data) >= 30:
+        return int.from_bytes(data[26:28], "little") & 0x3FFF, int.from_bytes(data[28:30], "little") & 0x3FFF
+    return None
