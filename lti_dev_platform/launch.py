@@ -157,7 +157,7 @@ def id_token_claims(p: Platform, tool: Tool, hint: LaunchHint, nonce: str) -> di
         f"{LTI}/tool_platform": {
             "guid": p.issuer,
             "name": "LTI dev platform",
-            "product_family_code": "lti-dev-platform",
+            "product_family_code": p.settings.product_family_code,
             "version": "0.1",
         },
         f"{LTI}/launch_presentation": {

@@ -77,6 +77,7 @@ def gradebook() -> str:
                     "user": user.name if user else score.user_id,
                     "label": item.label if item else score.line_item_id,
                     "score": f"{given}/{maximum}" if given else "",
+                    "progress": "needs grading" if score.grading_progress == "PendingManual" else "",
                     "comment": score.comment or "",
                     "timestamp": score.timestamp,
                 }

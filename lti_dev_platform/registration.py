@@ -58,7 +58,7 @@ def openid_configuration() -> Response:
             "id_token_signing_alg_values_supported": ["RS256"],
             "claims_supported": CLAIMS,
             PLATFORM_CONFIG: {
-                "product_family_code": "lti-dev-platform",
+                "product_family_code": s.product_family_code,
                 "version": "0.1",
                 "messages_supported": [{"type": m} for m in MESSAGES],
                 "variables": [],

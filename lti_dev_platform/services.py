@@ -39,6 +39,8 @@ ACTIVITY = {"Initialized", "Started", "InProgress", "Submitted", "Completed"}
 GRADING = {"FullyGraded", "Pending", "PendingManual", "Failed", "NotReady"}
 TOKEN_LIFETIME = 3600
 SUBMISSION = "https://canvas.instructure.com/lti/submission"  # Canvas's extension of a score
+_KEPT = {False: {"FullyGraded", "PendingManual"}, True: {"FullyGraded"}}
+"""gradingProgress values whose scoreGiven is kept: Canvas's (and the default), and Moodle's (True)"""
 
 
 def json_error(status: int, message: str, **extra: t.Any) -> Response:
@@ -315,7 +317,8 @@ def _canvas_refusal(p: Platform, item: LineItem, user_id: str) -> Response | Non
 
 @bp.post("/ags/<context_id>/lineitems/<item_id>/lineitem/scores")
 def scores(context_id: str, item_id: str) -> Response:
-    """Moodle's rules: 409 unless the timestamp is later than the stored one; store only FullyGraded."""
+    """409 unless the timestamp is later than the stored one (Moodle's rule); the score is kept only for the
+    progress values the platform's product keeps (_KEPT), otherwise the grade is emptied."""
     p = platform()
     with p.state.lock:
         body = request.get_json(force=True, silent=True)
@@ -357,18 +360,18 @@ def _store_score(p: Platform, context_id: str, item_id: str, body: t.Any) -> Res
     assert new_time is not None
     if stored is not None and new_time <= _parse_timestamp(stored.timestamp):  # type: ignore[operator]
         return json_error(409, f"timestamp must be later than the stored {stored.timestamp}", error="conflict")
-    if body["gradingProgress"] == "FullyGraded":
-        p.state.scores[key] = Score(
-            user_id=body["userId"],
-            line_item_id=item_id,
-            score_given=body.get("scoreGiven"),
-            score_maximum=body.get("scoreMaximum"),
-            comment=body.get("comment"),
-            timestamp=body["timestamp"],
-            activity_progress=body["activityProgress"],
-            grading_progress=body["gradingProgress"],
-            submitted_at=(body.get(SUBMISSION) or {}).get("submitted_at"),
-        )
+    kept = body["gradingProgress"] in _KEPT[p.settings.product_family_code == "moodle"]
+    p.state.scores[key] = Score(
+        user_id=body["userId"],
+        line_item_id=item_id,
+        score_given=body.get("scoreGiven") if kept else None,  # not kept: the grade is emptied
+        score_maximum=body.get("scoreMaximum"),
+        comment=body.get("comment"),
+        timestamp=body["timestamp"],
+        activity_progress=body["activityProgress"],
+        grading_progress=body["gradingProgress"],
+        submitted_at=(body.get(SUBMISSION) or {}).get("submitted_at"),
+    )
     return jsonify({"resultUrl": p.lineitem_url(context_id, item_id, p.state.tool).replace("?", "/results?", 1)})
 
 

@@ -18,6 +18,10 @@ class PlatformSettings:
     platform storage, like Moodle). ``short_nrps_roles`` sends roster roles as Moodle 4.5 does ("Learner").
     ``tool_custom`` are the tool's custom fields as an administrator entered them (Canvas's developer key),
     with Canvas's variable substitution. ``lineitems_delay`` slows line item creation (tests of races).
+    ``product_family_code`` is the product its launches name, and picks whose gradebook rules scores follow:
+    "moodle" keeps a score only when FullyGraded (any other progress empties the grade, as Moodle's
+    scores.php does); anything else ("canvas", the default) keeps FullyGraded and PendingManual scores and
+    empties the grade for other progress values (Canvas's scores_controller).
     ``tool_register_url`` is the tool's dynamic registration URL (the Decode tool's is a single-use invite
     from ``python -m lti_service platform invite``); without it ``/register/start`` asks for one.
     """
@@ -38,6 +42,7 @@ class PlatformSettings:
     short_nrps_roles: bool = False
     tool_custom: dict[str, str] = field(default_factory=lambda: {"due_at": "$Canvas.assignment.dueAt.iso8601"})
     lineitems_delay: float = 0.0
+    product_family_code: str = "lti-dev-platform"
 
     def __post_init__(self) -> None:
         self.base_url = self.base_url.rstrip("/")

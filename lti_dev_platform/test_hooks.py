@@ -185,7 +185,12 @@ def delete_line_item() -> Response:
         return jsonify({"deleted": gone})
 
 
-CONFIGURABLE = {"storage_target": (str, type(None)), "short_nrps_roles": (bool,), "lineitems_delay": (int, float)}
+CONFIGURABLE = {
+    "storage_target": (str, type(None)),
+    "short_nrps_roles": (bool,),
+    "lineitems_delay": (int, float),
+    "product_family_code": (str,),
+}
 
 
 @bp.post("/config")

@@ -38,6 +38,10 @@ class Config:
         default_factory=lambda: Path(_env("STUDENT_NOTEBOOK", str(ROOT / "dist/student/decode.ipynb")))
     )
     """STUDENT_NOTEBOOK: the built-in assignment's student notebook, stored with its version 1"""
+    master_notebook: Path = field(
+        default_factory=lambda: Path(_env("MASTER_NOTEBOOK", str(ROOT / "assignment/decode.ipynb")))
+    )
+    """MASTER_NOTEBOOK: the built-in assignment's master notebook (its written question's rubric)"""
     assignment_title: str = field(default_factory=lambda: _env("ASSIGNMENT_TITLE", "Decode: one token at a time"))
     """ASSIGNMENT_TITLE: the built-in assignment's title"""
     tool_name: str = field(default_factory=lambda: _env("TOOL_NAME", "Notebook grader"))

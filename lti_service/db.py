@@ -69,6 +69,9 @@ class Platform(Base):
     service_origins: Mapped[list] = mapped_column(JSON, default=list)
     """origins besides its own URLs' where the platform serves line items and rosters (Canvas: the school's
     domain), set by the operator with `platform update --service-origin`"""
+    product_family: Mapped[str] = mapped_column(String(100), default="", server_default="")
+    """the product its launches name (tool_platform's product_family_code: "moodle", "canvas", ...): what
+    its gradebook does with a score is told apart by it (lti/quirks.py)"""
 
 
 class RegistrationInvite(Base):
@@ -158,6 +161,9 @@ class Attempt(LinkScoped, Base):
     user_name: Mapped[str] = mapped_column(String(400), default="")
     late_penalty: Mapped[float] = mapped_column(Float, default=0.0)
     """percent taken off because it came after the due date (0 when on time)"""
+    written: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    """once graded, its answers to the questions staff grade: {question: digest of the answer's text}, so
+    that a later attempt with the same text keeps the grade (written/grades.py)"""
 
     @property
     def final_score(self) -> float | None:
@@ -204,6 +210,12 @@ class LinkSettings(LinkScoped, Base):
     """accept (no penalty), penalty (late_penalty percent off) or refuse"""
     late_penalty: Mapped[float] = mapped_column(Float, default=0.0)
     show_hidden_after_due: Mapped[bool] = mapped_column(default=False)
+    written_released: Mapped[bool] = mapped_column(default=False, server_default="0")
+    """students see the points and comments of their written answers (never before staff release them)"""
+    anonymous_grading: Mapped[bool] = mapped_column(default=False, server_default="0")
+    """graders see "Answer 3 of 40", not the student's name"""
+    written_points: Mapped[dict | None] = mapped_column(JSON, nullable=True, default=dict)
+    """{question: points} set by staff where the assignment does not say (an autograder zip names none)"""
 
 
 class BatchJob(LinkScoped, Base):
@@ -265,6 +277,9 @@ class AssignmentVersion(Base):
     points: Mapped[float] = mapped_column(Float)
     questions: Mapped[list] = mapped_column(JSON)
     """[{"name", "points", "public", "hidden"}]: each question's points and numbers of public and hidden tests"""
+    written: Mapped[list | None] = mapped_column(JSON, nullable=True, default=list)
+    """the questions course staff grade by hand (Otter's `manual: true`): autograder.written.WrittenQuestion
+    dicts, with the rubric the master notebook gives"""
     requirements: Mapped[str] = mapped_column(Text, default="")
     """the packages it needs beyond the grader's ("" for none)"""
     environment: Mapped[str] = mapped_column(Text, default="")
@@ -377,6 +392,45 @@ class LiteDraft(LinkScoped, Base):
     path: Mapped[str] = mapped_column(String(300))
     content: Mapped[bytes] = mapped_column(LargeBinary)
     saved_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class RubricItem(LinkScoped, Base):
+    """One reusable item of a written question's rubric on one link: points and the comment the student
+    reads. Grades refer to items, so changing an item's points changes every grade that applied it."""
+
+    __tablename__ = "rubric_items"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id", "question", "position"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    question: Mapped[str] = mapped_column(String(200))
+    position: Mapped[int] = mapped_column(Integer)
+    """its place in the rubric (and its key when grading: 1 to 9)"""
+    points: Mapped[float] = mapped_column(Float)
+    text: Mapped[str] = mapped_column(Text)
+    removed: Mapped[bool] = mapped_column(default=False)
+    """taken out of the rubric: no longer offered, and no longer counted in the grades that applied it"""
+
+
+class WrittenGrade(LinkScoped, Base):
+    """Staff's grade of one student's answer to one written question, kept by the answer's text (digest):
+    every attempt with the same answer has this grade. `revision` grows with each save, and a save names the
+    revision it replaces, so two graders never overwrite each other unknowingly."""
+
+    __tablename__ = "written_grades"
+    __table_args__ = (
+        UniqueConstraint("platform_id", "context_id", "resource_link_id", "user_id", "question", "digest"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(400))
+    question: Mapped[str] = mapped_column(String(200))
+    digest: Mapped[str] = mapped_column(String(64))
+    items: Mapped[list] = mapped_column(JSON, default=list)
+    """ids of the rubric items applied"""
+    adjustment: Mapped[float] = mapped_column(Float, default=0.0)
+    """points added (or taken off, below zero) beyond the rubric"""
+    comment: Mapped[str] = mapped_column(Text, default="")
+    revision: Mapped[int] = mapped_column(Integer, default=1)
+    graded_by: Mapped[str] = mapped_column(String(400), default="")
+    graded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class WorkerHeartbeat(Base):

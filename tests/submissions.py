@@ -126,20 +126,25 @@ def defined_questions(source: str) -> set[str]:
     return names & set(QUESTIONS)
 
 
-def submission_notebook(entry: CorpusEntry | None = None, answered: bool = True) -> nbformat.NotebookNode:
+def submission_notebook(
+    entry: CorpusEntry | None = None, answered: bool = True, written: str | None = None
+) -> nbformat.NotebookNode:
     """The student notebook as a student would submit it.
 
-    answered=False leaves it untouched. Otherwise every answer cell holds the reference solution, and an
+    answered=False leaves it untouched. Otherwise every code answer cell holds the reference solution, and an
     entry's code takes the place of the first answer it redefines (the answer cells it redefines are
     emptied); an entry that answers nothing (an attack) runs right after Otter's init cell. Otter grades
     a question when its `grader.check` cell runs, so the entry must come before those checks.
     """
     notebook = nbformat.read(STUDENT_NOTEBOOK, as_version=4)
+    if written is not None:  # the answer to the question course staff grade (a Markdown answer cell)
+        (cell,) = [c for c in notebook.cells if c.cell_type == "markdown" and ANSWER_TAG in c.metadata.get("tags", [])]
+        cell.source = written
     if not answered:
         return notebook
     if entry is not None and not defined_questions(entry.source):
         notebook.cells.insert(1, nbformat.v4.new_code_cell(entry.source))
-    answer_cells = [c for c in notebook.cells if ANSWER_TAG in c.metadata.get("tags", [])]
+    answer_cells = [c for c in notebook.cells if c.cell_type == "code" and ANSWER_TAG in c.metadata.get("tags", [])]
     references = reference_answers()
     assert len(answer_cells) == len(QUESTIONS)
     replaced = defined_questions(entry.source) if entry else set()

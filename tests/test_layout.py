@@ -2,7 +2,7 @@
 
 The floors of lti_service/, lowest first: the grader (autograder/), the infrastructure (configuration,
 tables, keys), the LTI protocol (lti/, which could be lifted out as a library), the platforms' registry,
-the service container, the domain (links, submissions, gradebook, assignments), and on top what drives it
+the service container, the domain (links, submissions, gradebook, assignments, written), and on top what drives it
 (the web views, the worker's jobs, the command line, health and backups, the app factory). A module imports
 only from its own floor or below; lti/ only from itself and the infrastructure. No two modules of
 lti_service/ or autograder/ import each other, however indirectly (imports inside functions and under
@@ -24,7 +24,8 @@ FLOORS = [
     ("lti_service.lti",),
     ("lti_service.platforms",),
     ("lti_service.services",),
-    ("lti_service.links", "lti_service.submissions", "lti_service.gradebook", "lti_service.assignments"),
+    ("lti_service.links", "lti_service.submissions", "lti_service.gradebook", "lti_service.assignments",
+     "lti_service.written"),
     ("lti_service.views", "lti_service.jobs", "lti_service.cli", "lti_service.monitoring", "lti_service.backup",
      "lti_service.__main__", "lti_service"),
 ]  # fmt: skip

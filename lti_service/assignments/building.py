@@ -23,8 +23,11 @@ import time
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+
+from autograder.written import WrittenError, WrittenQuestion, from_handout, with_prompts
+from autograder.written import from_master as written_in_master
 
 from autograder import GradeOptions, InvalidSubmission, SandboxUnavailable, check_submission, grade_submission
 from autograder.assignment import AssignmentError, check_directory, check_sizes
@@ -61,6 +64,8 @@ class Built:
     """what preparing its packages did"""
     title: str
     """the student notebook's first heading (or the assignment's name)"""
+    written: tuple[WrittenQuestion, ...] = ()
+    """the questions course staff grade by hand (Otter's `manual: true`), in the notebook's order"""
 
 
 # --- master notebooks ---------------------------------------------------------------------------------
@@ -77,6 +82,13 @@ def master_config(master: bytes) -> dict:
     except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         raise BuildError("this file is not a Jupyter notebook (.ipynb) with cells") from None
     header, _, body = source.partition("\n")
+    if re.match(r"\s*```[^\n]*\n\s*BEGIN ASSIGNMENT", source):
+        raise BuildError(
+            "this master notebook is in Otter's older format (a `BEGIN ASSIGNMENT` block in a Markdown cell), which "
+            "Otter 7 builds wrongly: its student notebook would hold the solutions and the hidden tests. Convert it "
+            "to the current format (raw cells: `# ASSIGNMENT CONFIG`, `# BEGIN QUESTION`, ...; see Otter Assign's "
+            "documentation), then upload it again"
+        )
     if header.strip().upper() != "# ASSIGNMENT CONFIG":
         raise BuildError(
             "this notebook is not an Otter master notebook: its first cell must be a raw cell that starts with "
@@ -159,7 +171,8 @@ def from_master(filename: str, master: bytes, files: dict[str, bytes], progress:
         name.removeprefix("student/"): data for name, data in run.outputs.items() if name.startswith("student/")
     }
     handout, handout_name = pack_handout(filename, handout_files)
-    return _checked(run.outputs[zips[0]], handout, handout_name, run.outputs[student], run.outputs[solution], progress)
+    built = _checked(run.outputs[zips[0]], handout, handout_name, run.outputs[student], run.outputs[solution], progress)
+    return replace(built, written=written_questions(master, run.outputs[student]))
 
 
 # --- autograder zips --------------------------------------------------------------------------------------
@@ -169,7 +182,18 @@ def from_zip(autograder_zip: bytes, student: bytes, student_name: str, progress:
     """An existing autograder zip with its student notebook, or a zip of the student's folder."""
     progress("reading the autograder zip")
     notebook = _notebook_in(student) if student_name.lower().endswith(".zip") else student
-    return _checked(autograder_zip, student, student_name, notebook, None, progress)
+    built = _checked(autograder_zip, student, student_name, notebook, None, progress)
+    return replace(built, written=written_questions(None, notebook))
+
+
+def written_questions(master: bytes | None, student: bytes) -> tuple[WrittenQuestion, ...]:
+    """The questions staff grade by hand: from the master notebook (names, points, rubric) where there is one,
+    else from the student notebook's question markers alone (staff then set their points)."""
+    try:
+        handout = from_handout(student)
+        return tuple(with_prompts(written_in_master(master), handout) if master is not None else handout)
+    except WrittenError as error:
+        raise BuildError(f"the written questions cannot be read: {error}") from None
 
 
 def _notebook_in(student_zip: bytes) -> bytes:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from sqlalchemy import func, select, update
 
 from ..db import AssignmentLink, AssignmentVersion, Attempt, LinkMove, PreviewGrade, utcnow
-from ..gradebook.passback import counting_attempt, record_grade
-from ..links.settings import load
+from ..gradebook.passback import record_grade
+from ..links.settings import counting_attempt, load
 from ..links.versions import pinned
 from ..services import Services
 from ..submissions.grading import claim, grade_notebook, lease_renewed, set_aside

@@ -26,13 +26,14 @@ import uuid
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, func, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from ..db import Attempt, Passback, Platform, utcnow
 from ..links import settings
 from ..lti.ags import AgsError
-from ..lti.quirks import REASON, TEACHER_FIXES, Refusal, recorded_refusal, submission_time
+from ..lti.quirks import REASON, TEACHER_FIXES, Refusal, provisional_progress, recorded_refusal, submission_time
 from ..services import Services
+from ..written.grades import Standing, standing
 
 log = logging.getLogger("lti_service.passback")
 SEND_CALLS = 3  # a send makes at most three calls (token, line item, score), each within HTTP_TIMEOUT
@@ -53,15 +54,19 @@ def record_grade(services: Services, session: Session, attempt: Attempt) -> int:
     return session.scalar(statement)
 
 
-def counting_attempt(attempts: list[Attempt], policy: str) -> Attempt | None:
-    """The graded attempt the gradebook shows: the newest (policy "latest") or the best after late
-    penalties (the first of equals: a resubmission of the same score changes nothing)."""
-    graded = [a for a in attempts if a.status == "graded" and a.max_score]
-    if not graded:
-        return None
-    if policy == "latest":
-        return max(graded, key=lambda a: a.id)
-    return max(graded, key=lambda a: (a.final_score / a.max_score, -a.id))
+def requeue(services: Services, key: dict, user_ids: list[str]) -> list[int]:
+    """Queue again the gradebook updates of these students on the link (their written answers' grades changed);
+    the outbox rows to send."""
+    rows = []
+    with services.db.session() as session:
+        for user_id in user_ids:
+            attempt = session.scalars(
+                select(Attempt).options(defer(Attempt.notebook)).filter_by(**key, user_id=user_id, status="graded")
+                .where(Attempt.lineitem_url.is_not(None)).order_by(Attempt.id.desc()).limit(1)
+            ).first()  # fmt: skip
+            if attempt is not None:
+                rows.append(record_grade(services, session, attempt))
+    return rows
 
 
 def score_to_send(services: Services, row: Passback) -> Attempt | None:
@@ -76,7 +81,7 @@ def score_to_send(services: Services, row: Passback) -> Attempt | None:
                 Attempt.status == "graded",
             )
         ).all()
-    return counting_attempt(list(graded), settings.load(services, _link(row)).score_policy)
+    return settings.counting_attempt(list(graded), settings.load(services, _link(row)).score_policy)
 
 
 def _link(row: Passback) -> dict:
@@ -110,31 +115,38 @@ def send(services: Services, passback_id: int) -> str | None:
         return _settle(services, row, status="sent", last_error=None, failing_since=None)
     with services.db.session() as session:
         platform = session.get(Platform, row.platform_id)
+    score = standing(services, attempt)
     try:
-        maximum = services.ags.lineitem_maximum(platform, row.lineitem_url) or attempt.max_score
-        services.ags.post_score(platform, row.lineitem_url, _score_body(services, row, attempt, maximum, timestamp))
+        maximum = services.ags.lineitem_maximum(platform, row.lineitem_url) or score.maximum
+        body = _score_body(services, row, score, platform, maximum, timestamp)
+        services.ags.post_score(platform, row.lineitem_url, body)
     except AgsError as error:
         _log_failed_try(platform, row, error)
         return _failed_try(services, row, error, timestamp)
     _retry_waiting_now(services, row.platform_id, row.lineitem_url)
     return _settle(
-        services, row, status="sent", sent_score=attempt.final_score, last_timestamp=timestamp, sent_at=utcnow(),
+        services, row, status="sent", sent_score=score.final, last_timestamp=timestamp, sent_at=utcnow(),
         last_error=None, failing_since=None,
     )  # fmt: skip
 
 
-def _score_body(services: Services, row: Passback, attempt: Attempt, maximum: float, timestamp: dt.datetime) -> dict:
-    fraction = attempt.final_score / attempt.max_score if attempt.max_score else 0.0
+def _score_body(
+    services: Services, row: Passback, score: Standing, platform: Platform, maximum: float, timestamp: dt.datetime
+) -> dict:
+    attempt, written = score.attempt, score.written
     policy = settings.load(services, _link(row)).score_policy
     late = f", {attempt.late_penalty:g}% late penalty" if attempt.late_penalty else ""
+    comment = f"{score.final:g}/{score.maximum:g} points ({policy} attempt{late}, graded by the tool)"
+    if not written.complete:
+        comment += f"; written answers still to be graded by course staff ({written.maximum:g} points)"
     return {
         "userId": row.user_id,
-        "scoreGiven": round(fraction * maximum, 4),
+        "scoreGiven": round(score.final / score.maximum * maximum, 4) if score.maximum else 0.0,
         "scoreMaximum": maximum,
         "activityProgress": "Submitted",
-        "gradingProgress": "FullyGraded",
+        "gradingProgress": "FullyGraded" if written.complete else provisional_progress(platform.product_family),
         "timestamp": timestamp.isoformat(timespec="milliseconds") + "Z",
-        "comment": f"{attempt.final_score:g}/{attempt.max_score:g} points ({policy} attempt{late}, graded by the tool)",
+        "comment": comment,
         **submission_time(attempt.created_at),
     }
 

@@ -22,6 +22,7 @@ from ..gradebook.passback import record_grade
 from ..lti.ags import AgsError
 from ..lti.lineitems import PROBLEMS, RESOURCE_LINK_CLAIM, gradebook_access
 from ..services import Services
+from ..written.questions import total_points
 from .settings import link_key
 from .versions import pin
 
@@ -121,7 +122,7 @@ def _find_or_create(services: Services, platform: Platform, lineitems_url: str, 
     created = services.ags.create_lineitem(
         platform,
         lineitems_url,
-        {"label": _column_label(launch, version.title), "scoreMaximum": version.points,
+        {"label": _column_label(launch, version.title), "scoreMaximum": total_points(version),
          "resourceLinkId": resource_link_id, "resourceId": assignment_of(services.db, version).name, "tag": TAG},
     )  # fmt: skip
     if not isinstance(created.get("id"), str):

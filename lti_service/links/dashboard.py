@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 
 from ..db import Attempt, Passback, Platform, utcnow
-from ..gradebook.passback import Waiting, counting_attempt, refusal, waiting
+from ..gradebook.passback import Waiting, refusal, waiting
 from ..lti import nrps
 from ..lti.ags import AgsError
 from ..lti.quirks import TEACHER_FIXES, Refusal
 from ..services import Services
 from . import versions
-from .settings import link_key, load
+from .settings import counting_attempt, link_key, load
 
 log = logging.getLogger("lti_service.dashboard")
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"

@@ -40,6 +40,17 @@ def save(services: Services, key: dict, **values) -> LinkSettings:
     return row
 
 
+def counting_attempt(attempts: list[Attempt], policy: str) -> Attempt | None:
+    """The graded attempt the gradebook shows: the newest (policy "latest") or the best after late
+    penalties (the first of equals: a resubmission of the same score changes nothing)."""
+    graded = [a for a in attempts if a.status == "graded" and a.max_score]
+    if not graded:
+        return None
+    if policy == "latest":
+        return max(graded, key=lambda a: a.id)
+    return max(graded, key=lambda a: (a.final_score / a.max_score, -a.id))
+
+
 def due_at(launch) -> dt.datetime | None:
     """The due date the platform sent (custom due_at, ISO 8601), as naive UTC; None when absent or unreadable."""
     raw = launch.claims.get(LTI + "custom", {}).get("due_at")

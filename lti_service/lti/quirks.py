@@ -9,6 +9,9 @@ mod/lti/service/gradebookservices/classes/local/resources/scores.php.
   400 "... before last updated timestamp ...": a later timestamp is accepted.
 - Moodle, 400 "Incorrect score received": its one answer for a malformed score and for a user who is not
   enrolled in a graded role (ours are well formed). 409: the timestamp is not later than the stored grade's.
+- Moodle keeps a score's scoreGiven only when its gradingProgress is FullyGraded (scores.php sets it to null
+  otherwise, which empties the grade, an earlier one included); Canvas keeps FullyGraded and PendingManual
+  scores and shows the latter as "needs grading".
 - Either, 404 on a line item's scores URL: the column was deleted (Canvas: the assignment; Moodle: the grade
   item).
 
@@ -53,6 +56,13 @@ RETRIED = frozenset({Refusal.UNPUBLISHED, Refusal.STALE_TIMESTAMP})
 """refusals that a later try can overcome (all others end the row as failed)"""
 TEACHER_FIXES = frozenset({Refusal.UNPUBLISHED})
 """refusals that last until the teacher acts in the LMS: tried again every few minutes, not sooner"""
+
+
+def provisional_progress(product_family: str) -> str:
+    """The gradingProgress of a score that waits for staff to grade written answers: PendingManual, as the AGS
+    says, except on Moodle, which would empty the grade for it: there the autograded part goes as
+    FullyGraded (its comment says what is still to come), so the gradebook shows it meanwhile."""
+    return "FullyGraded" if product_family == "moodle" else "PendingManual"
 
 
 def score_refusal(status: int, body: bytes) -> Refusal | None:

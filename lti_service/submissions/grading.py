@@ -33,6 +33,8 @@ from ..links import versions
 from ..links.columns import link_lineitem
 from ..links.settings import SubmissionRules, due_at, link_key, load
 from ..services import Services
+from ..written.grades import digests
+from ..written.questions import link_questions
 
 UPLOAD_RACE_RETRIES = 20  # each round stores at least one of the racing uploads
 MAX_CLAIMS = 3  # times workers take one attempt before it is set aside (its grading stops its worker)
@@ -212,7 +214,8 @@ def grade_attempt(services: Services, attempt_id: int) -> Finished | None:
     zip_path = catalog.zip_path(services, version)
     with lease_renewed(services, attempt_id, lease_id):
         outcome = grade_notebook(services, zip_path, data, attempt.filename)
-    return _finish(services, attempt_id, lease_id, {**outcome, "assignment_version_id": version.id})
+    written = digests(data, link_questions(version, load(services, link_key(attempt))))
+    return _finish(services, attempt_id, lease_id, {**outcome, "assignment_version_id": version.id, "written": written})
 
 
 def grade_notebook(services: Services, zip_path: Path, notebook: bytes, label: str) -> dict:

@@ -7,8 +7,9 @@ import logging
 import secrets
 
 from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
+from sqlalchemy import update
 
-from ..db import Launch, token_digest, utcnow
+from ..db import Launch, Platform, token_digest, utcnow
 from ..links.columns import ensure_column
 from ..links.versions import pin
 from ..lti import invites, login_limits
@@ -159,6 +160,13 @@ def _store_launch(claims: dict, binding: str | None) -> Launch:
             binding_hash=binding,
         )
         session.add(record)
+        product = claims.get(LTI + "tool_platform", {}).get("product_family_code", "")
+        if isinstance(product, str):  # what its gradebook does with a score follows the product (lti/quirks.py)
+            session.execute(
+                update(Platform)
+                .where(Platform.id == platform.id, Platform.product_family != product[:100])
+                .values(product_family=product[:100])
+            )
     return record
 
 

@@ -12,14 +12,16 @@ from autograder import InvalidSubmission, check_submission
 
 from ..assignments import catalog
 from ..db import Attempt, Launch, Passback, Platform
-from ..gradebook.passback import counting_attempt, refusal
+from ..gradebook.passback import refusal
 from ..links import versions
 from ..links.columns import gradebook_problem
-from ..links.settings import SubmissionRules, rules_for
+from ..links.settings import SubmissionRules, counting_attempt, link_key, rules_for
 from ..lite import BrowserFit, browser_fit
 from ..lti.deep_linking import presentation_target, resource_link_item, response_jwt
 from ..lti.quirks import TEACHER_FIXES
 from ..submissions.grading import SubmissionRefused, create_attempt
+from ..written import grades
+from ..written.questions import link_questions, total_points, written_points
 from . import queue, services, site
 from .downloads import NOTEBOOK_TYPE, file_download
 from .launches import adding_note, check_csrf, csrf_token, current_launch, is_staff, may_add_assignments
@@ -82,7 +84,8 @@ def assignment_page(launch: Launch, error: str | None = None, notice: str | None
         "assignment.html",
         launch=launch,
         title=version.title,
-        points=version.points,
+        points=total_points(version),
+        written_points=written_points(version),
         handout_name=version.handout_name,
         in_browser=browser is not None and browser.runs,
         rules=rules,
@@ -180,6 +183,7 @@ def attempt_rows(launch: Launch, rules: SubmissionRules) -> list[dict]:
     counting = counting_attempt(list(attempts), policy)
     feedback = "result" if rules.hidden_results_visible else "feedback"
     numbers = dict(zip((a.id for a in attempts), range(len(attempts), 0, -1), strict=True))
+    written = written_rows(launch, list(reversed(attempts)), rules.settings)
     rows = []
     for attempt in attempts:
         state = _gradebook_state(attempt, passbacks.get(attempt.lineitem_url), counting)
@@ -201,8 +205,39 @@ def attempt_rows(launch: Launch, rules: SubmissionRules) -> list[dict]:
                 "gradebook_state": state,
                 "gradebook": _gradebook_words(state, numbers[counting.id] if counting else None, policy),
                 "pending": attempt.status in ("queued", "grading") or state in UNSETTLED,
+                "written": written.get(attempt.id, []),
             }
         )
+    return rows
+
+
+def written_rows(launch: Launch, attempts: list[Attempt], settings) -> dict[int, list[dict]]:
+    """For each graded attempt (oldest first given), its written answers as the student may see them: the
+    points, rubric items and comment once staff released them, and whether the grade is kept from an earlier
+    attempt with the same answer."""
+    questions = link_questions(versions.version_for(services(), launch), settings)
+    if not questions:
+        return {}
+    user_book = grades.book(services(), link_key(launch), questions, launch.user_id)
+    first_with: dict[tuple[str, str], int] = {}
+    rows: dict[int, list[dict]] = {}
+    for number, attempt in enumerate(attempts, start=1):
+        if attempt.status != "graded":
+            continue
+        attempt = grades.with_digests(services(), attempt, questions)
+        rows[attempt.id] = []
+        for question in questions:
+            digest = (attempt.written or {}).get(question.name, "")
+            first = first_with.setdefault((question.name, digest), number)
+            grade = user_book.grade(launch.user_id, question, digest)
+            shown = grade is not None and settings.written_released
+            rows[attempt.id].append({
+                "name": question.name, "max": question.points, "graded": grade is not None, "released": shown,
+                "points": user_book.score(grade, question) if shown else None,
+                "rubric": [user_book.items[i] for i in grade.items if i in user_book.items
+                          and not user_book.items[i].removed] if shown else [],
+                "comment": grade.comment if shown else "", "same_as": first if first != number else None,
+            })  # fmt: skip
     return rows
 
 
@@ -273,7 +308,7 @@ def deep_link_choose(launch_id: str):
     item = resource_link_item(
         version.title,
         url_for("lti.launch", _external=True),
-        version.points,
+        total_points(version),
         assignment.name,
         presentation_target(launch.claims),
         custom={versions.CUSTOM_PARAMETER: str(version.id)},

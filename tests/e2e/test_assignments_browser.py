@@ -21,6 +21,7 @@ COURSE = "course-many"
 GRADING_TIMEOUT_MS = 90_000
 BUILD_TIMEOUT_MS = 90_000  # otter assign in its sandbox, then the solution graded
 NAMES = {"student-ada": "Ada Lovelace", "student-grace": "Grace Hopper"}
+WRITTEN = {DECODE: 2.0, gradebook.TITLE: 0.0}  # points of written answers staff grade later
 TOOL_ENV = {"COURSE_ASSIGNMENTS": "1"}  # course staff add their own assignments (the default, said explicitly)
 
 
@@ -47,7 +48,7 @@ def test_an_instructor_adds_links_and_updates_a_second_assignment(lms, page, scr
     page.goto(course_launch(lms, "instructor-turing", context_id=COURSE, kind="deeplink"))
     links[DECODE] = choose(page, lms, DECODE)
     columns = {i["label"]: i for i in lms.state()["line_items"] if i["context_id"] == COURSE}
-    assert {label: item["score_maximum"] for label, item in columns.items()} == {gradebook.TITLE: 11.0, DECODE: 16.0}
+    assert {label: item["score_maximum"] for label, item in columns.items()} == {gradebook.TITLE: 11.0, DECODE: 18.0}
 
     # Two students submit to each; the gradebook holds four scores in two columns.
     decode_notebooks = {"student-ada": notebook_bytes(), "student-grace": notebook_bytes("generate_calls_on_prompt")}
@@ -57,7 +58,7 @@ def test_an_instructor_adds_links_and_updates_a_second_assignment(lms, page, scr
         for user, notebook in notebooks[title].items():
             submit(page, lms, user, link, notebook, tmp_path)
     expected = {
-        (NAMES[user], title): score_text(zips[title], notebook, columns[title]["score_maximum"])
+        (NAMES[user], title): score_text(zips[title], notebook, columns[title]["score_maximum"], WRITTEN[title])
         for title in links
         for user, notebook in notebooks[title].items()
     }
@@ -136,10 +137,11 @@ def submit(page: Page, lms, user: str, link: str, notebook: bytes, tmp_path) -> 
     frame.locator(".attempt[data-status=graded]").wait_for(timeout=GRADING_TIMEOUT_MS)
 
 
-def score_text(zip_path, notebook: bytes, maximum: float) -> str:
-    """What the gradebook must show for a notebook: its share of the points, on the column's maximum."""
+def score_text(zip_path, notebook: bytes, maximum: float, written: float) -> str:
+    """What the gradebook must show for a notebook: its share of the points (of the autograded and `written`
+    points: staff grade written answers later), on the column's maximum."""
     result = grade_submission(zip_path, notebook)
-    return f"{round(result.score / result.max_score * maximum, 4):g}/{maximum:g}"
+    return f"{round(result.score / (result.max_score + written) * maximum, 4):g}/{maximum:g}"
 
 
 def wait_for_gradebook(page: Page, lms, expected: dict[tuple[str, str], str]) -> None:

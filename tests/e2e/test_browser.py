@@ -23,6 +23,7 @@ from tests.lti_service.tool import wait_for
 from tests.submissions import QUESTIONS, STUDENT_NOTEBOOK
 
 TITLE = "Decode: one token at a time"
+OFFERED = "16 points graded automatically, and written answers graded by course staff"  # how deep linking lists it
 GRADING_TIMEOUT_MS = 90_000  # a notebook graded in the sandbox, from upload to score
 SIXTEEN_OF_SIXTEEN = re.compile(r"^16(\.0+)? / 16(\.0+)?$")
 PLATFORM_SITE = "http://127.0.0.2"  # the partition of cookies set inside the platform's pages
@@ -44,7 +45,7 @@ def test_instructor_adds_the_assignment_then_a_student_is_graded_live(lms, page,
     page.goto(course_launch(lms, "instructor-turing", context_id="course-e2e", kind="deeplink"))
     frame = tool_frame(page)
     expect(frame.locator("h1")).to_have_text("Add an assignment to your course")
-    frame.get_by_label(f"{TITLE} (16 points, graded automatically)").check()
+    frame.get_by_label(f"{TITLE} ({OFFERED})").check()
     screenshot(page, "deep-linking")
     assert_accessible(frame)
     frame.get_by_role("button", name="Add to the course").click()  # the tool's return form submits itself
@@ -53,7 +54,7 @@ def test_instructor_adds_the_assignment_then_a_student_is_graded_live(lms, page,
     expect(frame.get_by_role("link", name=TITLE)).to_be_visible()
     screenshot(page, "deep-linking-done")
     (item,) = [i for i in lms.state()["line_items"] if i["context_id"] == "course-e2e"]
-    assert (item["label"], item["score_maximum"]) == (TITLE, 16.0)
+    assert (item["label"], item["score_maximum"]) == (TITLE, 18.0)
 
     # The course now lists it; Ada opens it from there (the LMS frames the tool).
     page.goto(f"{lms.platform.url}/course/course-e2e")
@@ -178,7 +179,7 @@ def test_without_any_cookie_in_the_iframe_the_launch_still_completes(
         page.goto(course_launch(lms, "instructor-turing", context_id=context_id, kind="deeplink"))
         tool = open_tool(page, way, windows, screenshot)
         expect(tool.locator("h1")).to_have_text("Add an assignment to your course")
-        tool.get_by_label(f"{TITLE} (16 points, graded automatically)").check()
+        tool.get_by_label(f"{TITLE} ({OFFERED})").check()
         tool.get_by_role("button", name="Add to the course").click()
         expect(tool.locator("h1")).to_have_text("Activities added")
         (item,) = [i for i in lms.state()["line_items"] if i["context_id"] == context_id]
@@ -197,7 +198,7 @@ def test_without_any_cookie_in_the_iframe_the_launch_still_completes(
         expect(graded.locator(".score")).to_have_text(SIXTEEN_OF_SIXTEEN)
         expect(tool.locator(".attempt .gradebook")).to_have_text("sent to the gradebook", timeout=30_000)
         (score,) = [s for s in lms.scores("student-ada") if s["line_item_id"] == item["id"]]
-        assert (score["score_given"], score["score_maximum"]) == (16.0, 16.0)
+        assert (score["score_given"], score["score_maximum"]) == (16.0, 18.0)  # the written answer's 2 to come
     finally:
         lms.hook("config", storage_target="post_message_forwarding")
         for window in [*windows, page]:

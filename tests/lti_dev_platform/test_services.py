@@ -69,6 +69,29 @@ def _scores_url(lineitem_url: str) -> str:
 
 
 def test_scores_follow_moodle_rules(running: Running) -> None:
+    """Moodle's: a later timestamp only, and a score that is not FullyGraded empties the grade."""
+    assert running.hook("config", {"product_family_code": "moodle"}).status_code == 200
+    try:
+        _post_moodle_scores(running)
+    finally:
+        running.hook("config", {"product_family_code": "lti-dev-platform"})
+    stored = {(s["user_id"], s["score_given"]) for s in running.state()["scores"]}
+    assert stored == {("student-ada", None), ("student-grace", 70)}
+
+
+def test_scores_follow_canvas_rules_by_default(running: Running) -> None:
+    """Canvas keeps a PendingManual score (it shows "needs grading"); other progress values empty the grade."""
+    lineitem = f"{running.url}/ags/decode-101/lineitems/1/lineitem?type_id=1"
+    headers = {"Authorization": f"Bearer {running.tool.access_token(SCORE)}", "Content-Type": SCORE_TYPE}
+    for user, given, grading in (("student-ada", 12, "PendingManual"), ("student-grace", 30, "Pending")):
+        body = _score(user, given, "2031-01-01T10:00:00Z", grading=grading)
+        assert requests.post(_scores_url(lineitem), json=body, headers=headers, timeout=10).status_code == 200
+    stored = {s["user_id"]: (s["score_given"], s["grading_progress"]) for s in running.state()["scores"]}
+    assert stored["student-ada"] == (12, "PendingManual")
+    assert stored["student-grace"] == (None, "Pending")
+
+
+def _post_moodle_scores(running: Running) -> None:
     lineitem = f"{running.url}/ags/decode-101/lineitems/1/lineitem?type_id=1"
     headers = {"Authorization": f"Bearer {running.tool.access_token(SCORE)}", "Content-Type": SCORE_TYPE}
 
@@ -95,11 +118,8 @@ def test_scores_follow_moodle_rules(running: Running) -> None:
     assert running.hook("fail-scores", {"count": 1, "status": 500}).status_code == 200
     assert post(_score("student-grace", 70, "2030-01-01T10:00:00Z")).status_code == 500
     assert post(_score("student-grace", 70, "2030-01-01T10:00:00Z")).status_code == 200
-
-    stored = {(s["user_id"], s["score_given"]) for s in running.state()["scores"]}
-    assert stored == {("student-ada", 80), ("student-grace", 70)}
     gradebook = requests.get(f"{running.url}/gradebook", timeout=10).text
-    assert "Ada Lovelace" in gradebook and "80/100" in gradebook
+    assert "Grace Hopper" in gradebook and "70/100" in gradebook and "80/100" not in gradebook  # Ada's emptied
 
 
 def test_score_needs_the_score_scope(running: Running) -> None:

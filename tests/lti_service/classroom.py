@@ -15,7 +15,7 @@ import requests
 from sqlalchemy import create_engine, text
 
 from lti_service.config import Config
-from tests.lti_service.conftest import Lms, StudentPage, notebook_bytes
+from tests.lti_service.conftest import Lms, StudentPage, in_gradebook, notebook_bytes
 
 RETRY_PAUSE = 0.5  # seconds a student waits before uploading again after an error (pacing, not a wait for state)
 
@@ -23,9 +23,9 @@ RETRY_PAUSE = 0.5  # seconds a student waits before uploading again after an err
 def notebook_kinds() -> list[tuple[str, bytes, float]]:
     """Notebooks with known scores: (kind, bytes, score the gradebook must show out of its 100 points)."""
     return [
-        ("full marks", notebook_bytes(), 100.0),
+        ("full marks", notebook_bytes(), in_gradebook(16)),  # of 18: the written answer is graded by staff
         ("unanswered", notebook_bytes(answered=False), 0.0),
-        ("partial", notebook_bytes("decode_time_one_step_short"), 87.5),  # 14 of 16
+        ("partial", notebook_bytes("decode_time_one_step_short"), in_gradebook(14)),
     ]
 
 

@@ -24,6 +24,14 @@ from tests.lti_service.tool import PlatformProcess, ToolProcess, browser_session
 from tests.submissions import corpus, submission_notebook
 
 TEST_ENV = {"PASSBACK_BACKOFF": "0.2", "MAX_UPLOAD_BYTES": str(1024 * 1024)}
+DECODE_POINTS = 18.0
+"""Decode's points: 16 graded by its tests and 2 for the written answer course staff grade (`two_rates`)"""
+
+
+def in_gradebook(points: float, maximum: float = 100.0) -> float:
+    """What a gradebook column of `maximum` receives for `points` of Decode's: the autograded part, until staff
+    grade the written answer."""
+    return round(points / DECODE_POINTS * maximum, 4)
 
 
 @pytest.fixture(autouse=True)
@@ -138,11 +146,11 @@ def race_uploads(page: StudentPage, count: int) -> list[requests.Response]:
         return list(pool.map(send, notebooks))
 
 
-def notebook_bytes(entry_name: str | None = None, answered: bool = True) -> bytes:
+def notebook_bytes(entry_name: str | None = None, answered: bool = True, written: str | None = None) -> bytes:
     entry = None
     if entry_name:
         (entry,) = [e for kind in ("correct", "wrong") for e in corpus(kind) if e.name == entry_name]
-    return nbformat.writes(submission_notebook(entry, answered=answered)).encode()
+    return nbformat.writes(submission_notebook(entry, answered=answered, written=written)).encode()
 
 
 def choose(title: str):

@@ -61,7 +61,7 @@ def test_deep_linking_pins_each_link_to_the_chosen_assignment(with_gradebook, ve
     assert (column(lms, link)["label"], column(lms, link)["score_maximum"], column(lms, link)["resource_id"]) == (
         TITLE, 11.0, "gradebook")  # fmt: skip
     decode_link = add_link(lms, "many-1", DECODE)
-    assert column(lms, decode_link)["score_maximum"] == 16.0
+    assert column(lms, decode_link)["score_maximum"] == 18.0  # 16 autograded and 2 for a written answer
 
     page = lms.open("student-ada", link["resource_link_id"], context_id="many-1")
     assert TITLE in page.html and "11 points" in page.html and "gradebook.zip" in page.html
@@ -82,7 +82,7 @@ def test_deep_linking_pins_each_link_to_the_chosen_assignment(with_gradebook, ve
 def test_a_link_made_without_deep_linking_gets_the_built_in_assignment(with_gradebook):
     with_gradebook.hook("resource-link", context_id="many-1", resource_link_id="plain-many", line_item=True)
     page = with_gradebook.open("student-grace", "plain-many", context_id="many-1")
-    assert f"<h1>{DECODE}</h1>" in page.html and "16 points" in page.html
+    assert f"<h1>{DECODE}</h1>" in page.html and "18 points" in page.html
 
 
 def staff_page(lms: Lms, context_id: str) -> StudentPage:

@@ -9,7 +9,7 @@ import pytest
 
 from lti_dev_platform.client import BrowserError, deep_link
 from tests.autograder.host import sandbox_processes_under
-from tests.lti_service.conftest import choose, notebook_bytes
+from tests.lti_service.conftest import choose, in_gradebook, notebook_bytes
 from tests.lti_service.tool import browser_session, wait_for
 from tests.student_view import FINER_THAN_MINUTES, timing_fields
 from tests.submissions import STUDENT_NOTEBOOK
@@ -27,12 +27,12 @@ def test_deep_linking_creates_the_gradebook_column(lms):
     assert "Add an assignment" not in result.tool_response.text  # the choice was made and sent back
     assert result.platform_response.status_code == 200, result.platform_response.text[:1000]
     (item,) = [i for i in lms.state()["line_items"] if i["context_id"] == "course-dl"]
-    assert (item["label"], item["score_maximum"], item["resource_id"]) == (TITLE, 16.0, "decode")
+    assert (item["label"], item["score_maximum"], item["resource_id"]) == (TITLE, 18.0, "decode")  # 16 + 2 written
 
 
 def test_student_uploads_and_the_score_reaches_the_gradebook(lms):
     page = lms.open("student-ada", "decode-1")
-    assert TITLE in page.html and "16 points" in page.html
+    assert TITLE in page.html and "18 points" in page.html and "2 of the 18 points are for written answers" in page.html
     assert '<input type="file" id="notebook" name="notebook"' in page.html
     download = page.session.get(f"{page.url}/notebook")
     assert download.content == STUDENT_NOTEBOOK.read_bytes()
@@ -45,8 +45,9 @@ def test_student_uploads_and_the_score_reaches_the_gradebook(lms):
     assert all("hidden_total" in q and not any(t["hidden"] for t in q["tests"]) for q in attempt["questions"])
 
     (score,) = wait_for(lambda: lms.scores("student-ada"))
-    assert (score["score_given"], score["score_maximum"]) == (100.0, 100.0)  # scaled to the line item's 100
-    assert (score["activity_progress"], score["grading_progress"]) == ("Submitted", "FullyGraded")
+    # the autograded 16 of 18 points, scaled to the line item's 100, until staff grade the written answer
+    assert (score["score_given"], score["score_maximum"]) == (round(100 * 16 / 18, 4), 100.0)
+    assert (score["activity_progress"], score["grading_progress"]) == ("Submitted", "PendingManual")
     assert wait_for(lambda: page.attempts()[0]["gradebook"] == "sent to the gradebook")
 
 
@@ -88,9 +89,9 @@ def test_a_worse_later_attempt_does_not_lower_the_gradebook(lms):
     posts = wait_for(
         lambda: lms.score_posts("student-grace", "decode-1")[1:] and lms.score_posts("student-grace", "decode-1")
     )
-    assert [(p["scoreGiven"], p["status"]) for p in posts] == [(100.0, 200), (100.0, 200)]
+    assert [(p["scoreGiven"], p["status"]) for p in posts] == [(in_gradebook(16), 200), (in_gradebook(16), 200)]
     assert posts[0]["timestamp"] < posts[1]["timestamp"]
-    assert lms.scores("student-grace")[0]["score_given"] == 100.0
+    assert lms.scores("student-grace")[0]["score_given"] == in_gradebook(16)
 
 
 def test_passback_is_retried_after_the_platform_fails_and_each_failure_is_logged(lms):

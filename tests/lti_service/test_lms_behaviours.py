@@ -12,7 +12,7 @@ import requests
 
 from lti_dev_platform.client import launch as platform_launch
 from lti_dev_platform.serving import ServerThread, start_platform
-from tests.lti_service.conftest import notebook_bytes
+from tests.lti_service.conftest import in_gradebook, notebook_bytes
 from tests.lti_service.tool import browser_session, wait_for
 
 TITLE = "Decode: one token at a time"
@@ -55,12 +55,12 @@ def test_a_plain_link_gets_one_column_however_many_launch_at_once(lms):
     finally:
         lms.hook("config", lineitems_delay=0)
     (column,) = [i for i in lms.state()["line_items"] if i["resource_link_id"] == "plain-race"]
-    assert (column["label"], column["score_maximum"], column["tag"]) == ("Activity plain-race", 16.0, "decode-grader")
+    assert (column["label"], column["score_maximum"], column["tag"]) == ("Activity plain-race", 18.0, "decode-grader")
 
     pages["student-ada"].upload(notebook_bytes())
     pages["student-ada"].wait_graded(1)
     posts = wait_for(lambda: [p for p in lms.score_posts("student-ada", "plain-race") if p["status"] == 200])
-    assert posts[0]["scoreGiven"] == 16.0 and posts[0]["scoreMaximum"] == 16.0
+    assert posts[0]["scoreGiven"] == 16.0 and posts[0]["scoreMaximum"] == 18.0  # the written answer's 2 to come
     assert wait_for(lambda: pages["student-ada"].attempts()[0]["gradebook"] == "sent to the gradebook")
 
 
@@ -73,7 +73,7 @@ def test_a_plain_link_uses_the_column_the_platform_already_has(lms):
     grace.wait_graded(1)
     posts = wait_for(lambda: [p for p in lms.score_posts("student-grace", "plain-found") if p["status"] == 200])
     assert [i["id"] for i in lms.state()["line_items"] if i["resource_link_id"] == "plain-found"] == [existing["id"]]
-    assert posts[0]["scoreGiven"] == 16.0
+    assert posts[0]["scoreGiven"] == in_gradebook(16, 16)  # the platform's column of 16 points
 
 
 def test_a_plain_links_column_is_named_after_the_link(lms):
@@ -162,4 +162,4 @@ def test_scores_wait_for_a_column_the_platform_failed_to_create(tmp_path, built_
     (column,) = [i for i in state["line_items"] if i["context_id"] == "late"]
     (score,) = state["scores"]
     assert column["resource_link_id"] == "plain-late" and score["line_item_id"] == column["id"]
-    assert (score["user_id"], score["score_given"], score["score_maximum"]) == ("student-ada", 12.0, 16.0)
+    assert (score["user_id"], score["score_given"], score["score_maximum"]) == ("student-ada", 12.0, 18.0)
