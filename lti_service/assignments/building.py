@@ -26,15 +26,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-from autograder.written import WrittenError, WrittenQuestion, from_handout, with_prompts
-from autograder.written import from_master as written_in_master
-
 from autograder import GradeOptions, InvalidSubmission, SandboxUnavailable, check_submission, grade_submission
 from autograder.assignment import AssignmentError, check_directory, check_sizes
 from autograder.environment import EnvironmentBuildError, lookup, prepare, requirements_of
 from autograder.notebook import SHAPE
 from autograder.paths import check_zip_members, safe_relative
 from autograder.safe_yaml import load_yaml
+from autograder.written import WrittenError, WrittenQuestion, from_handout, with_prompts
+from autograder.written import from_master as written_in_master
 
 from .confined import ConfinementError, run_confined
 from .summary import Summary, summarize

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from autograder import InvalidSubmission, check_submission
 
 from ..assignments import catalog
-from ..db import Attempt, Launch, Passback, Platform
+from ..db import Attempt, Launch, LinkSettings, Passback, Platform
 from ..gradebook.passback import refusal
 from ..links import versions
 from ..links.columns import gradebook_problem
@@ -211,7 +211,7 @@ def attempt_rows(launch: Launch, rules: SubmissionRules) -> list[dict]:
     return rows
 
 
-def written_rows(launch: Launch, attempts: list[Attempt], settings) -> dict[int, list[dict]]:
+def written_rows(launch: Launch, attempts: list[Attempt], settings: LinkSettings) -> dict[int, list[dict]]:
     """For each graded attempt (oldest first given), its written answers as the student may see them: the
     points, rubric items and comment once staff released them, and whether the grade is kept from an earlier
     attempt with the same answer."""
@@ -234,8 +234,8 @@ def written_rows(launch: Launch, attempts: list[Attempt], settings) -> dict[int,
             rows[attempt.id].append({
                 "name": question.name, "max": question.points, "graded": grade is not None, "released": shown,
                 "points": user_book.score(grade, question) if shown else None,
-                "rubric": [user_book.items[i] for i in grade.items if i in user_book.items
-                          and not user_book.items[i].removed] if shown else [],
+                "rubric": [{"points": user_book.items[i].points, "text": user_book.items[i].text} for i in grade.items
+                           if i in user_book.items and not user_book.items[i].removed] if shown else [],
                 "comment": grade.comment if shown else "", "same_as": first if first != number else None,
             })  # fmt: skip
     return rows

@@ -211,6 +211,9 @@ def test_students_see_points_and_comments_only_once_staff_release_them(lms):
     released = grace.session.get(grace.url, timeout=10).text
     assert "1 / 2" in released and "Say which one the user feels." in released
     assert "+1: Both numbers are right" in released
+    (written,) = grace.attempts()[0]["written"]  # the page's live data says the same
+    assert (written["points"], written["comment"]) == (1.0, "Say which one the user feels.")
+    assert written["rubric"][0]["text"].startswith("Both numbers are right")
 
 
 def test_anonymous_grading_shows_no_names(lms):
