@@ -1,8 +1,9 @@
 """The notebook in the browser (JupyterLite), in real Chromium with its default cookie policy, from the local
 LMS: a student opens Decode from the course page, answers by typing into cells, checks a public test, reloads
-without losing the work (the tool keeps it), submits from the notebook's page and gets 16/16 in the gradebook; a
-second student on the same browser starts from a blank notebook; the hidden tests are nowhere on the site. A shared
-lab computer: what one student's code in the browser can reach of another's, and of their other windows.
+without losing the work (the tool keeps it), submits from the notebook's page and gets 16 of its 18 points in
+the gradebook (staff grade the written answer); a second student on the same browser starts from a blank
+notebook; the hidden tests are nowhere on the site. A shared lab computer: what one student's code in the
+browser can reach of another's, and of their other windows.
 
 What the student waits for (a ready kernel, submit to score) goes to test-artifacts/e2e/lite-timings.json;
 `make bench` measures it on a quiet machine (bench/bench_lite.py)."""
@@ -20,18 +21,23 @@ from playwright.sync_api import Page, expect
 from lti_service.lite import legacy_store
 from tests.e2e.helpers import course_launch, tool_frame
 from tests.lti_service.tool import wait_for
-from tests.submissions import ROOT
+from tests.submissions import ROOT, reference_answers
 
 COURSE, LINK = "course-lite", "lite-e2e"
 KERNEL_TIMEOUT_MS = 120_000  # Pyodide and numpy, pandas, matplotlib, otter from the tool, on a cold cache
 GRADING_TIMEOUT_MS = 90_000
-SOLUTION = json.loads((ROOT / "dist/autograder/decode.ipynb").read_text())
 STUDENT = json.loads((ROOT / "dist/student/decode.ipynb").read_text())
-ANSWERS = {
-    index: "".join(SOLUTION["cells"][index]["source"])
-    for index, cell in enumerate(STUDENT["cells"])
-    if cell["cell_type"] == "code" and re.search(r"(=|^ +)\s*\.\.\.\s*$", "".join(cell["source"]), re.M)
-}
+ANSWERS = dict(  # each code answer cell of the student notebook, with its solution (the two pair in order)
+    zip(
+        (
+            index
+            for index, cell in enumerate(STUDENT["cells"])
+            if cell["cell_type"] == "code" and re.search(r"(=|^ +)\s*\.\.\.\s*$", "".join(cell["source"]), re.M)
+        ),
+        reference_answers(),
+        strict=True,
+    )
+)
 FIRST = min(ANSWERS)  # gb_read_per_step = ...; the next cell checks it
 KERNEL_STATUS = """() => {
   const widget = window.jupyterapp && window.jupyterapp.shell.currentWidget;
@@ -145,7 +151,7 @@ def test_a_student_works_and_submits_in_the_browser(lms, page, browser, screensh
 
     page.goto(f"{lms.platform.url}/gradebook")
     row = page.get_by_role("row").filter(has_text=COURSE).filter(has_text="Ada Lovelace")
-    expect(row.get_by_role("cell")).to_contain_text([COURSE, "Ada Lovelace", "16/16"])
+    expect(row.get_by_role("cell")).to_contain_text([COURSE, "Ada Lovelace", "88.8889/100", "needs grading", "16/18 points"])
 
     # Another student on the same browser opens the same assignment: a blank notebook, none of Ada's work.
     other = open_in_browser(page, lms, "student-grace")
