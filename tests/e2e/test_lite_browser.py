@@ -151,7 +151,9 @@ def test_a_student_works_and_submits_in_the_browser(lms, page, browser, screensh
 
     page.goto(f"{lms.platform.url}/gradebook")
     row = page.get_by_role("row").filter(has_text=COURSE).filter(has_text="Ada Lovelace")
-    expect(row.get_by_role("cell")).to_contain_text([COURSE, "Ada Lovelace", "88.8889/100", "needs grading", "16/18 points"])
+    expect(row.get_by_role("cell")).to_contain_text(
+        [COURSE, "Ada Lovelace", "88.8889/100", "needs grading", "16/18 points"]
+    )
 
     # Another student on the same browser opens the same assignment: a blank notebook, none of Ada's work.
     other = open_in_browser(page, lms, "student-grace")
