@@ -161,6 +161,8 @@ class Attempt(LinkScoped, Base):
     user_name: Mapped[str] = mapped_column(String(400), default="")
     late_penalty: Mapped[float] = mapped_column(Float, default=0.0)
     """percent taken off because it came after the due date (0 when on time)"""
+    lms_due_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    """the due date the LMS sent for the student with the launch it was uploaded from (None: it sent none)"""
     written: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     """once graded, its answers to the questions staff grade: {question: digest of the answer's text}, so
     that a later attempt with the same text keeps the grade (written/grades.py)"""
@@ -216,6 +218,8 @@ class LinkSettings(LinkScoped, Base):
     """graders see "Answer 3 of 40", not the student's name"""
     written_points: Mapped[dict | None] = mapped_column(JSON, nullable=True, default=dict)
     """{question: points} set by staff where the assignment does not say (an autograder zip names none)"""
+    due_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    """the link's own due date, where the LMS sends none for the student (links/accommodations.py)"""
 
 
 class BatchJob(LinkScoped, Base):
@@ -431,6 +435,67 @@ class WrittenGrade(LinkScoped, Base):
     revision: Mapped[int] = mapped_column(Integer, default=1)
     graded_by: Mapped[str] = mapped_column(String(400), default="")
     graded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Accommodation(LinkScoped, Base):
+    """What staff set for one student on one link: a due date of their own (an extension), attempts beyond the
+    link's limit, or excused (no score is sent). The history of changes is in accommodation_changes."""
+
+    __tablename__ = "accommodations"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(400))
+    due_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    extra_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    excused: Mapped[bool] = mapped_column(default=False)
+    set_by: Mapped[str] = mapped_column(String(400), default="")
+    set_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class AccommodationChange(LinkScoped, Base):
+    """One change of a student's accommodation or late days, who made it and when (kept: it is the history)."""
+
+    __tablename__ = "accommodation_changes"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(400))
+    change: Mapped[str] = mapped_column(Text)
+    set_by: Mapped[str] = mapped_column(String(400), default="")
+    set_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class CourseSettings(Base):
+    """Course staff's choices for a whole course: the late days each student may spend."""
+
+    __tablename__ = "course_settings"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    context_id: Mapped[str] = mapped_column(String(400))
+    late_days: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class LateDayAccount(Base):
+    """The late days one student of a course has spent, over all its links."""
+
+    __tablename__ = "late_day_accounts"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    context_id: Mapped[str] = mapped_column(String(400))
+    user_id: Mapped[str] = mapped_column(String(400))
+    used: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class LateDayUse(LinkScoped, Base):
+    """The late days one link takes from a student: as many as its latest upload needed."""
+
+    __tablename__ = "late_day_uses"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(400))
+    days: Mapped[int] = mapped_column(Integer, default=0)
+    refunded: Mapped[bool] = mapped_column(default=False)
+    """staff gave the days back: the link's lateness is forgiven"""
 
 
 class WorkerHeartbeat(Base):

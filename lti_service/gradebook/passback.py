@@ -30,8 +30,17 @@ from sqlalchemy.orm import Session, defer
 
 from ..db import Attempt, Passback, Platform, utcnow
 from ..links import settings
+from ..links.accommodations import accommodation
 from ..lti.ags import AgsError
-from ..lti.quirks import REASON, TEACHER_FIXES, Refusal, provisional_progress, recorded_refusal, submission_time
+from ..lti.quirks import (
+    REASON,
+    SUBMISSION_EXTENSION,
+    TEACHER_FIXES,
+    Refusal,
+    provisional_progress,
+    recorded_refusal,
+    submission_time,
+)
 from ..services import Services
 from ..written.grades import Standing, standing
 
@@ -115,17 +124,19 @@ def send(services: Services, passback_id: int) -> str | None:
         return _settle(services, row, status="sent", last_error=None, failing_since=None)
     with services.db.session() as session:
         platform = session.get(Platform, row.platform_id)
+        excused = getattr(accommodation(session, _link(row), row.user_id), "excused", False)
     score = standing(services, attempt)
     try:
         maximum = services.ags.lineitem_maximum(platform, row.lineitem_url) or score.maximum
         body = _score_body(services, row, score, platform, maximum, timestamp)
-        services.ags.post_score(platform, row.lineitem_url, body)
+        services.ags.post_score(platform, row.lineitem_url, _excused_body(body) if excused else body)
     except AgsError as error:
         _log_failed_try(platform, row, error)
         return _failed_try(services, row, error, timestamp)
     _retry_waiting_now(services, row.platform_id, row.lineitem_url)
     return _settle(
-        services, row, status="sent", sent_score=score.final, last_timestamp=timestamp, sent_at=utcnow(),
+        services, row, status="sent", sent_score=None if excused else score.final, last_timestamp=timestamp,
+        sent_at=utcnow(),
         last_error=None, failing_since=None,
     )  # fmt: skip
 
@@ -149,6 +160,14 @@ def _score_body(
         "comment": comment,
         **submission_time(attempt.created_at),
     }
+
+
+def _excused_body(body: dict) -> dict:
+    """A student staff excused: no score, and a progress that empties the grade (Canvas and Moodle keep a score
+    only with FullyGraded or PendingManual), so an earlier one leaves the gradebook too."""
+    kept = ("userId", "timestamp", SUBMISSION_EXTENSION)
+    return {**{k: v for k, v in body.items() if k in kept}, "activityProgress": "Initialized",
+            "gradingProgress": "NotReady", "comment": "excused by course staff: no score"}  # fmt: skip
 
 
 def _next_timestamp(last: dt.datetime | None) -> dt.datetime:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
 
-from ..db import Attempt, LinkSettings, utcnow
+from ..db import Accommodation, Attempt, LinkSettings, utcnow
 from ..services import Services
+from .accommodations import Deadline, LateDays, accommodation, days_late, deadline, late_days
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 
@@ -25,7 +26,7 @@ def load(services: Services, key: dict) -> LinkSettings:
         return saved
     return LinkSettings(
         **key, score_policy=services.config.score_policy, attempt_limit=None, late_policy="accept",
-        late_penalty=0.0, show_hidden_after_due=False,
+        late_penalty=0.0, show_hidden_after_due=False, due_at=None,
     )  # fmt: skip
 
 
@@ -68,35 +69,76 @@ class SubmissionRules:
     """What the student page says and the upload enforces, for one student now."""
 
     settings: LinkSettings
-    due: dt.datetime | None
+    deadline: Deadline
     attempts_used: int
+    accommodation: Accommodation | None = None
+    late: LateDays = LateDays(0, 0, 0)
+    now: dt.datetime = field(default_factory=utcnow)
+
+    @property
+    def due(self) -> dt.datetime | None:
+        return self.deadline.due
+
+    @property
+    def attempt_limit(self) -> int | None:
+        """The link's limit and the student's extra attempts."""
+        limit = self.settings.attempt_limit
+        return None if limit is None else limit + (self.accommodation.extra_attempts if self.accommodation else 0)
+
+    @property
+    def excused(self) -> bool:
+        return bool(self.accommodation and self.accommodation.excused)
+
+    @property
+    def days_late(self) -> int:
+        return days_late(self.now, self.due)
 
     @property
     def past_due(self) -> bool:
-        return self.due is not None and utcnow() > self.due
+        return self.due is not None and self.now > self.due
+
+    @property
+    def late_days_cover(self) -> bool:
+        """The student's late days cover an upload now (without penalty, refused late work accepted)."""
+        return self.past_due and self.late.budget > 0 and self.late.covers(self.days_late)
+
+    @property
+    def late_days_to_spend(self) -> int:
+        return self.late.to_spend(self.days_late) if self.late_days_cover else 0
 
     @property
     def refusal(self) -> str | None:
         """Why a new upload is refused, or None when it is accepted."""
-        limit = self.settings.attempt_limit
+        limit = self.attempt_limit
         if limit is not None and self.attempts_used >= limit:
             return f"You have used all {limit} attempts for this assignment."
-        if self.past_due and self.settings.late_policy == "refuse":
+        if self.past_due and self.settings.late_policy == "refuse" and not self.late_days_cover:
             return "The due date has passed and this assignment does not accept late work."
         return None
 
     @property
     def late_penalty(self) -> float:
         """Percent a submission made now loses."""
-        return self.settings.late_penalty if self.past_due and self.settings.late_policy == "penalty" else 0.0
+        late = self.past_due and self.settings.late_policy == "penalty" and not self.late_days_cover
+        return self.settings.late_penalty if late else 0.0
 
     @property
     def hidden_results_visible(self) -> bool:
         return self.past_due and self.settings.show_hidden_after_due
 
 
+def rules_in(session, settings: LinkSettings, launch, attempts_used: int) -> SubmissionRules:
+    """The rules for a launch's student, read in the caller's transaction (an upload takes them in its own)."""
+    key = link_key(launch)
+    row = accommodation(session, key, launch.user_id)
+    extension = row.due_at if row else None
+    chosen = deadline(extension, due_at(launch), settings.due_at)
+    return SubmissionRules(settings, chosen, attempts_used, row, late_days(session, key, launch.user_id))
+
+
 def rules_for(services: Services, launch) -> SubmissionRules:
     key = link_key(launch)
+    settings = load(services, key)
     with services.db.session() as session:
         used = session.scalar(select(func.count(Attempt.id)).filter_by(**key, user_id=launch.user_id))
-    return SubmissionRules(load(services, key), due_at(launch), used or 0)
+        return rules_in(session, settings, launch, used or 0)

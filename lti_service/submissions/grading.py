@@ -30,8 +30,9 @@ from ..assignments import catalog
 from ..db import Attempt, PreviewGrade, utcnow
 from ..gradebook import passback
 from ..links import versions
+from ..links.accommodations import SpendRaced, spend
 from ..links.columns import link_lineitem
-from ..links.settings import SubmissionRules, due_at, link_key, load
+from ..links.settings import due_at, link_key, load, rules_in
 from ..services import Services
 from ..written.grades import digests
 from ..written.questions import link_questions
@@ -58,11 +59,12 @@ def create_attempt(services: Services, launch, filename: str, data: bytes) -> tu
     SubmissionRefused when the link's settings refuse a new attempt now. The database decides races:
     each attempt takes the next number, unique per user and link, so of concurrent uploads only one gets
     a number; the others look again (and meet the attempt limit, or their duplicate, or the next number).
+    Late days an upload spends are taken in the same transaction (links/accommodations.py).
     """
     for _ in range(UPLOAD_RACE_RETRIES):
         try:
             return _store_attempt(services, launch, filename, data)
-        except IntegrityError:
+        except (IntegrityError, SpendRaced):  # another upload took the number, or changed the late days
             continue
     raise SubmissionRefused("Several uploads arrived at the same moment; send yours again.")
 
@@ -78,14 +80,16 @@ def _store_attempt(services: Services, launch, filename: str, data: bytes) -> tu
         if existing is not None:
             return existing, False
         number = (session.scalar(select(func.max(Attempt.number)).filter_by(**key)) or 0) + 1
-        rules = SubmissionRules(settings, due_at(launch), attempts_used=number - 1)
+        rules = rules_in(session, settings, launch, attempts_used=number - 1)
         if rules.refusal:
             raise SubmissionRefused(rules.refusal)
         _refuse_a_flood(services, session, launch)
+        if rules.late_days_to_spend:
+            spend(services, session, link_key(launch), launch.user_id, rules.late, rules.days_late)
         attempt = Attempt(**key, number=number, filename=filename[:300], notebook=data, sha256=digest)
         attempt.assignment_version_id = version.id
         attempt.user_name, attempt.lineitem_url = launch.user_name, lineitem_url
-        attempt.late_penalty = rules.late_penalty
+        attempt.late_penalty, attempt.lms_due_at = rules.late_penalty, due_at(launch)
         session.add(attempt)
     return attempt, True
 

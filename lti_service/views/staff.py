@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
 from sqlalchemy import select
 
 from ..assignments import moves
 from ..db import Attempt, Launch, Passback
-from ..links import dashboard, versions
+from ..gradebook.passback import requeue
+from ..links import accommodations, dashboard, versions
 from ..links.columns import gradebook_problem
 from ..links.settings import link_key, load, save
 from ..submissions import batches
@@ -29,9 +32,12 @@ def staff_launch(launch_id: str) -> Launch:
 def dashboard_page(launch: Launch, message: str | None = None) -> str:
     live = _live_context(launch)
     version = versions.version_for(services(), launch)
+    late_day_budget, accommodated = accommodations.overview(services(), link_key(launch))
     return render_template(
         "dashboard.html",
         **live,
+        late_day_budget=late_day_budget,
+        accommodated=accommodated,
         title=version.title,
         version=version,
         newer=moves.newer(services(), version),
@@ -91,6 +97,10 @@ def settings(launch_id: str):
         penalty = float(form.get("late_penalty") or 0)
     except ValueError:
         return dashboard_page(launch, "The attempt limit and the late penalty must be numbers."), 400
+    try:
+        link_due = _utc_time(form.get("due_at", ""))
+    except accommodations.Refused as refused:
+        return dashboard_page(launch, str(refused)), 400
     if form.get("score_policy") not in ("best", "latest") or form.get("late_policy") not in (
         "accept",
         "penalty",
@@ -102,8 +112,86 @@ def settings(launch_id: str):
     save(
         services(), link_key(launch), score_policy=form["score_policy"], attempt_limit=limit,
         late_policy=form["late_policy"], late_penalty=penalty, show_hidden_after_due="show_hidden_after_due" in form,
+        due_at=link_due,
     )  # fmt: skip
     return redirect(url_for("pages.assignment", launch_id=launch.id, saved=1) + "#settings-saved", 303)
+
+
+def _utc_time(text: str) -> dt.datetime | None:
+    """A date and time from a form's datetime-local field (UTC), None when empty; Refused when unreadable."""
+    if not text.strip():
+        return None
+    try:
+        return dt.datetime.fromisoformat(text.strip()[:32]).replace(tzinfo=None, second=0, microsecond=0)
+    except ValueError:
+        raise accommodations.Refused("Write the date and time as 2026-12-24 17:00 (UTC).") from None
+
+
+def _change(form) -> accommodations.Change:
+    """What staff asked for, from the accommodations form (Refused when a field cannot be read)."""
+    extra = form.get("extra_attempts", "").strip()
+    if extra and not (extra.isdigit() and len(extra) <= 6):
+        raise accommodations.Refused("Extra attempts must be a whole number (0 takes extra attempts away).")
+    excused = {"": None, "yes": True, "no": False}.get(form.get("excused", ""))
+    return accommodations.Change(
+        due_at=_utc_time(form.get("due_at", "")), clear_due="clear_due" in form,
+        extra_attempts=int(extra) if extra else None, excused=excused,
+    )  # fmt: skip
+
+
+@bp.post("/accommodations")
+def set_accommodations(launch_id: str):
+    """A new due date, extra attempts or excused, for the students picked (several at once); every score they
+    already have is looked at again (a late penalty an extension removes) and sent again."""
+    launch = staff_launch(launch_id)
+    check_csrf(launch)
+    users = request.form.getlist("user")[: accommodations.MAX_PICKED]
+    board = dashboard.build(services(), launch)
+    settings = load(services(), link_key(launch))
+    try:
+        change = _change(request.form)
+        known, used = {r.user_id: r.name for r in board.rows}, {r.user_id: r.attempts for r in board.rows}
+        accommodations.check(change, users, known, used, settings.attempt_limit)
+    except accommodations.Refused as refused:
+        return dashboard_page(launch, f"Nothing was changed: {refused}"), 400
+    accommodations.apply(services(), link_key(launch), users, change, launch.user_name or launch.user_id)
+    _reassess(launch, users)
+    return redirect(url_for("pages.assignment", launch_id=launch.id, accommodated=len(users)) + "#accommodations", 303)
+
+
+def _reassess(launch: Launch, users: list[str]) -> None:
+    """Late penalties and late days of these students again, and their scores sent again."""
+    key, settings = link_key(launch), load(services(), link_key(launch))
+    for user_id in users:
+        accommodations.reassess(services(), key, user_id, settings.due_at, settings.late_policy, settings.late_penalty)
+    for passback_id in requeue(services(), key, users):
+        queue().submit(queue().send_score, passback_id)
+
+
+@bp.post("/late-days")
+def late_days(launch_id: str):
+    """The course's late days per student (every link of the course shares the budget)."""
+    launch = staff_launch(launch_id)
+    check_csrf(launch)
+    days = request.form.get("late_days", "").strip()
+    try:
+        if not (days.isdigit() and len(days) <= 4):
+            raise accommodations.Refused("Late days must be a whole number of days, 0 for none.")
+        accommodations.set_budget(services(), link_key(launch), int(days))
+    except accommodations.Refused as refused:
+        return dashboard_page(launch, f"Nothing was changed: {refused}"), 400
+    return redirect(url_for("pages.assignment", launch_id=launch.id, budget=1) + "#late-days", 303)
+
+
+@bp.post("/late-days/refund")
+def refund_late_days(launch_id: str):
+    """Give a student back the late days this link took, and forgive its lateness (their score is sent again)."""
+    launch = staff_launch(launch_id)
+    check_csrf(launch)
+    user_id = request.form.get("user", "")
+    accommodations.refund(services(), link_key(launch), user_id, launch.user_name or launch.user_id)
+    _reassess(launch, [user_id])
+    return redirect(url_for("pages.assignment", launch_id=launch.id) + "#late-days", 303)
 
 
 @bp.post("/regrade")

@@ -1,0 +1,187 @@
+"""Per-student accommodations and late days, over real HTTP: staff set them on the dashboard, students see
+them on their page, and the gradebook receives the score they change."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from html import unescape
+
+import pytest
+
+from lti_service.config import Config
+from lti_service.links import accommodations
+from lti_service.platforms import add_platform
+from lti_service.services import Services
+from tests.lti_service.conftest import Lms, StudentPage, in_gradebook, notebook_bytes, race_uploads, settings
+from tests.lti_service.tool import wait_for
+
+PAST = "2020-01-01T00:00:00Z"
+
+
+def ago(days: float) -> str:
+    """A due date `days` ago, as the LMS sends it (ISO 8601, UTC)."""
+    return (dt.datetime.now(dt.UTC) - dt.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def ahead(days: float) -> str:
+    """A date and time `days` ahead, as a datetime-local field sends it."""
+    return (dt.datetime.now(dt.UTC) + dt.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M")
+
+
+def accommodate(staff: StudentPage, users: list[str], **form: str):
+    data = {"csrf_token": staff.csrf, "user": users, **form}
+    return staff.session.post(f"{staff.url}/staff/accommodations", data=data, timeout=30)
+
+
+def page_text(page: StudentPage) -> str:
+    return unescape(re.sub(r"\s+", " ", page.session.get(page.url, timeout=10).text))
+
+
+def test_an_extension_for_two_students_moves_their_due_date_and_resends_the_corrected_score(lms: Lms):
+    link = "acc-extension"
+    lms.hook("due-date", resource_link_id=link, due_at=PAST)
+    staff = lms.open("instructor-turing", link)
+    settings(staff, late_policy="penalty", late_penalty="25")
+    ada, grace = lms.open("student-ada", link), lms.open("student-grace", link)
+    ada.upload(notebook_bytes())
+    ada.wait_graded(1)
+    assert wait_for(lambda: lms.gradebook(link) == {"student-ada": in_gradebook(12)})  # 25% off, late
+
+    saved = accommodate(staff, ["student-ada", "student-grace"], due_at=ahead(7))
+    assert saved.status_code == 200 and "Saved for 2 students" in saved.text
+    assert wait_for(lambda: lms.gradebook(link) == {"student-ada": in_gradebook(16)})  # the penalty is gone
+    assert ada.attempts()[0]["late_penalty"] == 0
+    for student in (ada, grace):
+        assert "an extension from your course staff" in page_text(student)
+    history = saved.text.split('id="accommodation-list"', 1)[1].split("</table>", 1)[0]
+    assert history.count("Alan Turing: due ") == 2  # who set it and when, for each student
+
+    grace.upload(notebook_bytes("decode_time_one_step_short"))
+    assert grace.wait_graded(1)[0]["late_penalty"] == 0  # the LMS's date has passed, hers has not
+
+
+def test_extra_attempts_and_a_count_below_what_was_used(lms: Lms):
+    link = "acc-attempts"
+    staff = lms.open("instructor-turing", link)
+    settings(staff, attempt_limit="1")
+    grace = lms.open("student-grace", link)
+    grace.upload(notebook_bytes())
+    grace.wait_graded(1)
+    assert accommodate(staff, ["student-grace"], extra_attempts="1").status_code == 200
+    assert "Attempts: 1 of 2 used (1 extra from your course staff)." in page_text(grace)
+    assert grace.upload(notebook_bytes("decode_time_one_step_short")).status_code == 200
+    grace.wait_graded(2)
+    refused = grace.upload(notebook_bytes("recursion"))
+    assert refused.status_code == 400 and "used all 2 attempts" in refused.text
+
+    taken_away = accommodate(staff, ["student-grace"], extra_attempts="0")
+    assert taken_away.status_code == 400 and "Nothing was changed" in unescape(taken_away.text)
+    assert "Grace Hopper used more than 1 + 0 attempts already" in unescape(taken_away.text)
+    assert "Attempts: 2 of 2 used" in page_text(grace)  # still as before
+
+
+def test_an_excused_student_has_no_score_in_the_gradebook_and_is_told(lms: Lms):
+    link = "acc-excused"
+    ada = lms.open("student-ada", link)
+    ada.upload(notebook_bytes())
+    ada.wait_graded(1)
+    assert wait_for(lambda: lms.gradebook(link) == {"student-ada": in_gradebook(16)})
+    staff = lms.open("instructor-turing", link)
+    assert accommodate(staff, ["student-ada"], excused="yes").status_code == 200
+    assert wait_for(lambda: lms.gradebook(link) == {"student-ada": None})  # the grade is emptied
+    last = lms.score_posts("student-ada", link)[-1]
+    assert "scoreGiven" not in last and last["comment"] == "excused by course staff: no score"
+    assert "excused you from this assignment" in page_text(ada)
+
+    accommodate(staff, ["student-ada"], excused="no")
+    assert wait_for(lambda: lms.gradebook(link) == {"student-ada": in_gradebook(16)})
+
+
+def test_refused_changes_say_why_and_change_nothing(lms: Lms):
+    link = "acc-refused"
+    lms.open("student-grace", link)
+    staff = lms.open("instructor-turing", link)
+    cases = {
+        "in the past": (["student-grace"], {"due_at": "2020-01-01T10:00"}),
+        "not a student of this course": (["student-grace", "student-nobody"], {"due_at": ahead(3)}),
+        "Pick at least one student": ([], {"due_at": ahead(3)}),
+        "Write the date and time": (["student-grace"], {"due_at": "next friday"}),
+    }
+    for why, (users, form) in cases.items():
+        answer = accommodate(staff, users, **form)
+        assert answer.status_code == 400 and why in unescape(answer.text), why
+    assert 'id="accommodation-list"' not in page_text(staff)  # nothing was set for anyone
+
+
+def test_late_days_cover_a_late_upload_say_so_before_and_can_be_given_back(lms: Lms):
+    link = "acc-late-days"
+    lms.hook("due-date", resource_link_id=link, due_at=ago(1.5))
+    staff = lms.open("instructor-turing", link)
+    settings(staff, late_policy="penalty", late_penalty="25")
+    assert staff.session.post(f"{staff.url}/staff/late-days", data={"csrf_token": staff.csrf, "late_days": "3"}).ok
+    ada = lms.open("student-ada", link)
+    assert "Submitting now is 2 days late: it uses 2 of your 3 remaining late days, with no late penalty." in (
+        page_text(ada)
+    )
+    ada.upload(notebook_bytes())
+    assert ada.wait_graded(1)[0]["late_penalty"] == 0
+    assert wait_for(lambda: lms.gradebook(link) == {"student-ada": in_gradebook(16)})
+    assert "Late days: 1 of 3 left in this course (2 days used on this assignment)." in page_text(ada)
+
+    lms.hook("due-date", resource_link_id="acc-late-days-2", due_at=ago(3.5))  # another assignment, 4 days late
+    later = lms.open("student-ada", "acc-late-days-2")
+    assert "more than your late days cover: the late rule below applies and your late days are kept" in (
+        page_text(later)
+    )
+
+    staff.session.post(f"{staff.url}/staff/late-days/refund", data={"csrf_token": staff.csrf, "user": "student-ada"})
+    assert "Late days: 3 of 3 left in this course." in page_text(ada)
+    assert "2 late days given back, lateness forgiven" in page_text(staff)
+
+
+def test_two_late_uploads_at_the_same_moment_spend_one_late_day(lms: Lms):
+    link = "acc-race"
+    lms.hook("due-date", resource_link_id=link, due_at=ago(0.5))
+    staff = lms.open("instructor-turing", link)
+    staff.session.post(f"{staff.url}/staff/late-days", data={"csrf_token": staff.csrf, "late_days": "3"})
+    grace = lms.open("student-grace", link)
+    answers = race_uploads(grace, 3)  # as many as a student may have waiting to be graded
+    assert all(answer.status_code == 303 for answer in answers), [a.status_code for a in answers]
+    assert "Late days: 2 of 3 left in this course (1 day used on this assignment)." in page_text(grace)
+    assert all(attempt["late_penalty"] == 0 for attempt in grace.attempts())
+
+
+def test_a_spend_from_a_stale_read_is_taken_again_and_never_exceeds_the_budget(tmp_path):
+    """The compare-and-set under the race above: a spend computed from counts another upload has changed since
+    raises SpendRaced (the upload is taken again), and a budget is never overdrawn."""
+    services = Services.from_config(Config(data_dir=tmp_path))
+    platform = add_platform(services.db, "https://lms.example", "c1", ["d"], "a", "t", "j")
+    key = dict(platform_id=platform.id, context_id="course", resource_link_id="link")
+    accommodations.set_budget(services, key, 2)
+    with services.db.session() as session:
+        seen = accommodations.late_days(session, key, "ada")
+        accommodations.spend(services, session, key, "ada", seen, 1)
+    with pytest.raises(accommodations.SpendRaced), services.db.session() as session:
+        accommodations.spend(services, session, key, "ada", seen, 1)  # the same stale read: on_link is 1 now
+    other = dict(key, resource_link_id="other")
+    with pytest.raises(accommodations.SpendRaced), services.db.session() as session:
+        accommodations.spend(services, session, other, "ada", accommodations.late_days(session, other, "ada"), 2)
+    with services.db.session() as session:
+        assert accommodations.late_days(session, key, "ada") == accommodations.LateDays(2, 1, 1)
+        assert accommodations.late_days(session, other, "ada") == accommodations.LateDays(2, 1, 0)  # rolled back
+
+
+def test_which_due_date_counts_an_extension_over_the_lms_date_over_the_links_own(lms: Lms):
+    link = "acc-which-date"
+    staff = lms.open("instructor-turing", link)
+    settings(staff, due_at="2020-01-01T10:00")  # the link's own date, for a platform that sends none
+    assert "The due date has passed." in page_text(lms.open("student-ada", link))
+    lms.hook("due-date", resource_link_id=link, due_at=(dt.datetime.now(dt.UTC) + dt.timedelta(days=2)).isoformat())
+    assert "The due date has passed." not in page_text(lms.open("student-ada", link))  # the LMS's date for her
+    lms.hook("due-date", resource_link_id=link, due_at=PAST)
+    assert "The due date has passed." in page_text(lms.open("student-ada", link))
+    accommodate(staff, ["student-ada"], due_at=ahead(3))
+    text = page_text(lms.open("student-ada", link))
+    assert "an extension from your course staff" in text and "The due date has passed." not in text
+    assert "an extension set here, over the due date your course platform sends" in page_text(staff)
