@@ -63,6 +63,7 @@ bench: $(INSTALLED) system-deps assignment lite bytecode
 	PYTHONPATH=. $(PY) bench/bench_grader.py
 	PYTHONPATH=. $(PY) bench/bench_lti.py
 	PYTHONPATH=. $(PY) bench/bench_lite.py
+	PYTHONPATH=. $(PY) bench/bench_insights.py
 
 # Faults under load, not part of `make test` (about 30 minutes; SOAK_OUTAGE=60 shortens the LMS outages):
 # a class at a deadline, one fault per scenario, and a table of what the platform's gradebook received.

@@ -34,9 +34,19 @@ def create_app(config: Config | None = None, services: Services | None = None, q
     if config.trust_proxy:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1, x_port=1, x_prefix=1)
 
-    from .views import assignments, health, lite, lti, moves, pages, staff, written
+    from .views import assignments, health, insights, lite, lti, moves, pages, staff, written
 
-    for blueprint in (lti.bp, pages.bp, staff.bp, written.bp, assignments.bp, moves.bp, health.bp, lite.bp):
+    for blueprint in (
+        lti.bp,
+        pages.bp,
+        staff.bp,
+        written.bp,
+        insights.bp,
+        assignments.bp,
+        moves.bp,
+        health.bp,
+        lite.bp,
+    ):
         app.register_blueprint(blueprint)
     app.add_template_filter(_number, "number")
     app.add_template_filter(_counted, "counted")

@@ -498,6 +498,23 @@ class LateDayUse(LinkScoped, Base):
     """staff gave the days back: the link's lateness is forgiven"""
 
 
+class LinkInsights(LinkScoped, Base):
+    """What the class got wrong and who wrote alike, for one link: computed by a worker once gradings settle
+    (insights/), kept here for the dashboard. `status` is stale (to compute), computing (under a lease) or
+    fresh; a grading that finishes makes it stale again."""
+
+    __tablename__ = "link_insights"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    status: Mapped[str] = mapped_column(String(20), default="stale", index=True)
+    requested_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    lease_until: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    computed_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    data: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    """{"students", "mistakes", "mistakes_anonymous", "pairs", "days"}: plain values, never a student's code run"""
+
+
 class WorkerHeartbeat(Base):
     """A worker process that is polling the database, and when it last did (what operators count as alive)."""
 

@@ -27,6 +27,7 @@ from huey.api import TaskWrapper
 from .assignments import builds, moves
 from .db import Attempt, Launch, Passback, PreviewGrade, WorkerHeartbeat, utcnow
 from .gradebook import passback
+from .insights import cache as insights
 from .lti.storage import DatabaseLaunchDataStorage
 from .services import Services
 from .submissions import batches, grading
@@ -193,7 +194,8 @@ class DatabasePoll:
         return bool(due) or attempt_id is not None or self._assignment_work(lost)
 
     def _assignment_work(self, lost: dt.timedelta | None) -> bool:
-        """A preview grade, or else an uploaded assignment, that no worker holds; True when there was one."""
+        """A preview grade, or else an uploaded assignment, that no worker holds, or else (the queue idle) a link's
+        insights to compute; True when there was one."""
         preview_id = grading.unclaimed(self.services, queued_for=lost, job=PreviewGrade)
         if preview_id is not None:
             moves.grade_preview(self.services, preview_id)
@@ -201,7 +203,8 @@ class DatabasePoll:
         build_id = None if lost is None else builds.unclaimed(self.services, queued_for=lost)
         if build_id is not None:
             builds.run(self.services, build_id)
-        return build_id is not None
+            return True
+        return lost is not None and insights.refresh_one(self.services)  # the queue idle: a link's insights
 
     def _beat(self) -> None:
         """Note that this worker process is alive (monitoring.py counts the recent ones), once per interval

@@ -25,7 +25,7 @@ FLOORS = [
     ("lti_service.platforms",),
     ("lti_service.services",),
     ("lti_service.links", "lti_service.submissions", "lti_service.gradebook", "lti_service.assignments",
-     "lti_service.written"),
+     "lti_service.written", "lti_service.insights"),
     ("lti_service.views", "lti_service.jobs", "lti_service.cli", "lti_service.monitoring", "lti_service.backup",
      "lti_service.__main__", "lti_service"),
 ]  # fmt: skip

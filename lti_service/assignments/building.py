@@ -180,7 +180,7 @@ def from_master(filename: str, master: bytes, files: dict[str, bytes], progress:
 def from_zip(autograder_zip: bytes, student: bytes, student_name: str, progress: Progress) -> Built:
     """An existing autograder zip with its student notebook, or a zip of the student's folder."""
     progress("reading the autograder zip")
-    notebook = _notebook_in(student) if student_name.lower().endswith(".zip") else student
+    notebook = notebook_in(student) if student_name.lower().endswith(".zip") else student
     built = _checked(autograder_zip, student, student_name, notebook, None, progress)
     return replace(built, written=written_questions(None, notebook))
 
@@ -195,7 +195,7 @@ def written_questions(master: bytes | None, student: bytes) -> tuple[WrittenQues
         raise BuildError(f"the written questions cannot be read: {error}") from None
 
 
-def _notebook_in(student_zip: bytes) -> bytes:
+def notebook_in(student_zip: bytes) -> bytes:
     """The one notebook of a zip of the student's folder (which students download: its entries must be safe to
     unpack)."""
     folder = io.BytesIO(student_zip)

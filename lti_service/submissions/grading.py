@@ -29,6 +29,7 @@ from autograder.assignment import AssignmentError
 from ..assignments import catalog
 from ..db import Attempt, PreviewGrade, utcnow
 from ..gradebook import passback
+from ..insights import cache as insights
 from ..links import versions
 from ..links.accommodations import SpendRaced, spend
 from ..links.columns import link_lineitem
@@ -256,6 +257,7 @@ def _finish(services: Services, attempt_id: int, lease_id: str, values: dict) ->
         if recorded.rowcount != 1:
             return None
         attempt = session.get(Attempt, attempt_id)
+        insights.mark_stale(services, session, link_key(attempt))  # what the class got wrong, again once settled
         send = attempt.status == "graded" and attempt.lineitem_url
         return Finished(attempt, passback.record_grade(services, session, attempt) if send else None)
 

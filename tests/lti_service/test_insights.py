@@ -1,0 +1,143 @@
+"""What the class got wrong, and who wrote alike, over real HTTP: a class of generated attempts with known
+mistakes in known proportions and one pair of near-copies (renamed variables, reordered functions); the worker
+computes the insights once the gradings settle, and the dashboard's page shows exactly those."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import nbformat
+
+from tests.lti_service.conftest import Lms, StudentPage
+from tests.lti_service.tool import wait_for
+from tests.submissions import ANSWER_TAG, QUESTIONS, corpus, submission_notebook
+
+TOOL_ENV = {"WORKER_POLL": "0.25"}
+LINK = "insights"
+PER_MS = None  # `max_tokens_per_second = 1 / 14`: an expression, so no value of its own
+ENTRIES = {e.name: e for kind in ("correct", "wrong") for e in corpus(kind)}
+COPIED = """
+def decode_step_seconds(param_bytes, bandwidth):
+    seconds_for_one_pass = param_bytes / bandwidth
+    return seconds_for_one_pass
+
+
+def tokens_per_second(param_bytes, bandwidth):
+    one_pass = decode_step_seconds(param_bytes, bandwidth)
+    return 1.0 / one_pass
+
+
+def decode_time(n_tokens, param_bytes, bandwidth):
+    elapsed_total = 0.0
+    for _step_index in range(n_tokens):
+        elapsed_total = elapsed_total + decode_step_seconds(param_bytes, bandwidth)
+    return elapsed_total
+
+
+def generate(next_token, prompt, n):
+    running_sequence = [token for token in prompt]
+    while len(running_sequence) < len(prompt) + n:
+        running_sequence.append(next_token(list(running_sequence)))
+    return running_sequence
+
+
+def call_order_is_sequential(next_token, prompt, n):
+    observed_lengths = []
+
+    def spy(sequence_seen):
+        observed_lengths.append(len(sequence_seen))
+        return next_token(sequence_seen)
+
+    generate(spy, prompt, n)
+    return observed_lengths == list(range(len(prompt), len(prompt) + n))
+"""
+RENAMES = {"seconds_for_one_pass": "t", "one_pass": "step", "elapsed_total": "acc", "_step_index": "i",
+           "running_sequence": "seq", "observed_lengths": "seen", "spy": "wrapper", "sequence_seen": "s"}  # fmt: skip
+
+
+def renamed_and_reordered(code: str) -> str:
+    for old, new in RENAMES.items():
+        code = re.sub(rf"\b{old}\b", new, code)
+    functions = [f"def {part}" for part in code.split("\ndef ")[1:]]
+    return "\n\n".join(functions[2:] + functions[:2])  # generate first: a different order
+
+
+def notebook(base: str | None, wrong: str | None = None, code: str | None = None) -> bytes:
+    """A Decode submission: a correct variant of the corpus (or `code` of our own) with, optionally, one wrong
+    function of the corpus in that function's own answer cell (so the rest stays that student's own)."""
+    nb = submission_notebook(ENTRIES[base] if base else None)
+    cells = [c for c in nb.cells if c.cell_type == "code" and ANSWER_TAG in c.metadata.get("tags", [])]
+    if code is not None:
+        cells[QUESTIONS.index("decode_step_seconds")].source = code
+        for question in ("tokens_per_second", "decode_time", "generate", "call_order_is_sequential"):
+            cells[QUESTIONS.index(question)].source = "# answered above"
+    if wrong is not None:  # after what the cell holds (it may define more than that question)
+        cell = cells[QUESTIONS.index(ENTRIES[wrong].question)]
+        cell.source = f"{cell.source}\n\n{ENTRIES[wrong].source}"
+    return nbformat.writes(nb).encode()
+
+
+CLASS = {  # student -> (their notebook, the mistake planted)
+    "student-ada": (notebook("loops", "max_tokens_per_second_truncated"), "71"),
+    "student-grace": (notebook("recursion", "max_tokens_per_second_truncated"), "71"),
+    "student-hopper": (notebook("functional_reduce", "max_tokens_per_second_truncated"), "71"),
+    "student-dijkstra": (notebook("helper_functions", "max_tokens_per_second_per_ms"), "per ms"),
+    "student-knuth": (notebook("rearranged_formulas", "decode_time_one_step_short"), "decode_time"),
+    "student-liskov": (notebook("numpy_scalars"), None),
+    "student-hamilton": (notebook("sequence_copies"), None),
+    "student-copy-one": (notebook(None, code=COPIED), None),
+    "student-copy-two": (notebook(None, code=renamed_and_reordered(COPIED)), None),
+}
+
+
+def test_the_class_view_finds_the_planted_mistakes_and_the_copied_pair(lms: Lms):
+    lms.hook("enrol", users=list(CLASS))
+    pages = {user: lms.open(user, LINK) for user in CLASS}
+    for user, (data, _) in CLASS.items():
+        assert pages[user].upload(data).status_code == 200
+    for page in pages.values():
+        page.wait_graded(1)
+    staff = lms.open("instructor-turing", LINK)
+    html = wait_for(lambda: "From the attempts that count for the gradebook of 9 students" in (t := view(staff)) and t)
+
+    rows = mistake_rows(html)
+    rates = [(r["students"], r["value"]) for r in rows if r["question"] == "max_tokens_per_second"]
+    assert sorted(rates, key=str) == sorted([(1, PER_MS), (3, "71")], key=str)  # "71" for three, 1/14 for one
+    assert {r["question"] for r in rows} == {"max_tokens_per_second", "decode_time"}
+    assert all(r["students"] == 1 for r in rows if r["question"] == "decode_time") and len(rows) > 2
+
+    anonymous = view(staff, "?anonymous=1")
+    names = ("Ada", "Grace", "student-", "hopper", "dijkstra", "knuth", "liskov")
+    examples = anonymous.split('id="mistakes"', 1)[1].split('id="similar"', 1)[0]
+    assert "<summary>Student " in examples and not any(name in examples for name in names)
+
+    pairs = re.findall(r"<tr><th scope=\"row\">([^<]+) and ([^<]+)</th>", html.split('id="pairs"', 1)[1])
+    assert [set(pair) for pair in pairs] == [{"student-copy-one", "student-copy-two"}]  # exactly the planted pair
+    side_by_side = staff.session.get(f"{staff.url}/staff/insights/pairs/0", timeout=10).text
+    assert side_by_side.count("<mark>") >= 4 and "observed_lengths" in side_by_side and "seen" in side_by_side
+    assert "never proof" in side_by_side and "never a penalty" in html
+
+    similar = list(csv.DictReader(io.StringIO(staff.session.get(f"{staff.url}/staff/insights/similar.csv").text)))
+    assert [{r["student_a"], r["student_b"]} for r in similar] == [{"student-copy-one", "student-copy-two"}]
+    listed = list(csv.DictReader(io.StringIO(staff.session.get(f"{staff.url}/staff/insights/mistakes.csv").text)))
+    assert sorted((r["question"], int(r["students"])) for r in listed) == sorted(
+        (r["question"], r["students"]) for r in rows
+    )
+
+
+def view(staff: StudentPage, query: str = "") -> str:
+    response = staff.session.get(f"{staff.url}/staff/insights{query}", timeout=10)
+    assert response.status_code == 200, response.text[:500]
+    return response.text
+
+
+def mistake_rows(html: str) -> list[dict]:
+    """Each mistake row of the page: its question, how many students, and the value it names."""
+    found = []
+    for question, table in re.findall(r'<table class="mistakes" data-question="([^"]+)">(.*?)</table>', html, re.S):
+        row = r'<tr data-test="[^"]+"(?: data-value="([^"]*)")?>.*?<td class="students">(\d+) '
+        for value, students in re.findall(row, table, re.S):
+            found.append({"question": question, "students": int(students), "value": value or None})
+    return found
