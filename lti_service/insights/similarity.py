@@ -24,6 +24,7 @@ the tests' generated classes (several genuinely different ways to write each fun
 checks and prints) independent pairs score up to 0.84 (eight classes of 40), renamed and reordered copies 0.95
 or more. 0.5, copydetect's usual display level, would list dozens of innocent pairs."""
 COMMON_SHARE = 0.1  # a fingerprint in more than this share of the students (and more than 2) is common
+COMMON_CAP = 40  # ... or in more than this many: copying is between a few, and a large class's usual code is not
 MIN_SHARED = K  # uncommon fingerprints a pair must share (one per character of a K-long run): without
 # something uncommon in common, two students who both wrote the usual solution are not a hint
 MIN_MATCH = 4 * K  # normalised characters two codes must share: a few matching lines are a coincidence
@@ -47,7 +48,7 @@ def similar_pairs(code: dict[str, str], handout: str, limit: int = 50) -> list[P
     prints = {user: fingerprint(code[user][:MAX_CODE], boilerplate) for user in ids}
     ids = [user for user in ids if prints[user].hashes]  # empty, or nothing but the handout
     pairs = []
-    for i, j in _candidates([prints[user] for user in ids], max(2, int(COMMON_SHARE * len(ids)))):
+    for i, j in _candidates([prints[user] for user in ids], max(2, min(int(COMMON_SHARE * len(ids)), COMMON_CAP))):
         a, b = ids[i], ids[j]
         overlap, shares, (a_slices, b_slices) = compare_files(prints[a], prints[b])
         if min(shares) >= THRESHOLD and overlap >= MIN_MATCH:
