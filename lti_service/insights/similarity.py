@@ -3,8 +3,9 @@
 copydetect tokenises and fingerprints each student's code (identifiers, strings and layout normalised, so
 renamed variables still match; the handout is its boilerplate), scores a pair and finds its matching spans. It
 compares every pair it is given, 500,000 for a class of 1,000, so candidates come from an inverted index
-instead: fingerprint -> students. A fingerprint more than COMMON_SHARE of the class has is the common solution
-(Decode's functions are one-liners most students write alike), not evidence: it is left out of the index. Only
+instead: fingerprint -> students. A fingerprint more than COMMON_SHARE of the class (or COMMON_CAP students)
+has is the common solution (Decode's functions are one-liners most students write alike), not evidence: it is
+left out of the index. Only
 pairs sharing MIN_SHARED uncommon fingerprints are compared, once each, with copydetect's own score.
 """
 
