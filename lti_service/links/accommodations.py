@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, field
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, defer
 
 from ..db import Accommodation, AccommodationChange, Attempt, CourseSettings, LateDayAccount, LateDayUse, utcnow
@@ -30,6 +31,7 @@ MAX_EXTRA_ATTEMPTS = 1000
 MAX_LATE_DAYS = 365
 MAX_HISTORY = 500  # changes the dashboard lists, newest first
 MAX_PICKED = 2000  # students one change applies to
+RACE_RETRIES = 5
 
 
 class SpendRaced(Exception):
@@ -178,7 +180,17 @@ def check(change: Change, users: list[str], known: dict[str, str], used: dict[st
 
 
 def apply(services: Services, key: dict, users: list[str], change: Change, by: str) -> None:
-    """Set the change for every picked student, with a line of history each, in one transaction."""
+    """Set the change for every picked student, with a line of history each, in one transaction (taken again
+    when another grader created one of their rows at the same moment)."""
+    for _ in range(RACE_RETRIES):
+        try:
+            return _apply(services, key, list(dict.fromkeys(users)), change, by)
+        except IntegrityError:
+            continue
+    raise Refused("Others changed these students' accommodations at the same moment: save again.")
+
+
+def _apply(services: Services, key: dict, users: list[str], change: Change, by: str) -> None:
     now = utcnow()
     with services.db.session() as session:
         for user_id in users:

@@ -152,9 +152,9 @@ def set_accommodations(launch_id: str):
         change = _change(request.form)
         known, used = {r.user_id: r.name for r in board.rows}, {r.user_id: r.attempts for r in board.rows}
         accommodations.check(change, users, known, used, settings.attempt_limit)
+        accommodations.apply(services(), link_key(launch), users, change, launch.user_name or launch.user_id)
     except accommodations.Refused as refused:
         return dashboard_page(launch, f"Nothing was changed: {refused}"), 400
-    accommodations.apply(services(), link_key(launch), users, change, launch.user_name or launch.user_id)
     _reassess(launch, users)
     return redirect(url_for("pages.assignment", launch_id=launch.id, accommodated=len(users)) + "#accommodations", 303)
 

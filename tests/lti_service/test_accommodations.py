@@ -10,6 +10,7 @@ from html import unescape
 import pytest
 
 from lti_service.config import Config
+from lti_service.db import AccommodationChange
 from lti_service.links import accommodations
 from lti_service.platforms import add_platform
 from lti_service.services import Services
@@ -185,3 +186,27 @@ def test_which_due_date_counts_an_extension_over_the_lms_date_over_the_links_own
     text = page_text(lms.open("student-ada", link))
     assert "an extension from your course staff" in text and "The due date has passed." not in text
     assert "an extension set here, over the due date your course platform sends" in page_text(staff)
+
+
+def test_two_graders_setting_a_students_first_accommodation_at_once_both_land(tmp_path, monkeypatch):
+    """The second grader's save meets the row the first just created (a unique row per student and link): it
+    is taken again over that row instead of failing."""
+    services = Services.from_config(Config(data_dir=tmp_path))
+    platform = add_platform(services.db, "https://lms.example", "c1", ["d"], "a", "t", "j")
+    key = dict(platform_id=platform.id, context_id="course", resource_link_id="link")
+    accommodations.apply(services, key, ["ada"], accommodations.Change(extra_attempts=1), "Grader one")
+    real, missed = accommodations.accommodation, []
+
+    def first_read_misses_it(session, key, user_id):  # as when the other grader's insert came just after
+        if not missed:
+            missed.append(user_id)
+            return None
+        return real(session, key, user_id)
+
+    monkeypatch.setattr(accommodations, "accommodation", first_read_misses_it)
+    accommodations.apply(services, key, ["ada"], accommodations.Change(excused=True), "Grader two")
+    with services.db.session() as session:
+        row = real(session, key, "ada")
+        changes = session.query(AccommodationChange).filter_by(user_id="ada").count()
+    assert missed == ["ada"] and (row.extra_attempts, row.excused, row.set_by) == (1, True, "Grader two")
+    assert changes == 2
