@@ -7,15 +7,13 @@ from dataclasses import dataclass
 
 from flask import Blueprint, abort, redirect, render_template, request, url_for
 
-from autograder.written import WrittenError, answers
-
 from ..db import Attempt, Launch
 from ..gradebook.passback import requeue
 from ..links import versions
 from ..links.settings import counting_attempt, link_key, load, save
 from ..written import grades, rubric
 from ..written.questions import MAX_POINTS, Question, as_written, find, link_questions
-from ..written.render import answer_html, prompt_html
+from ..written.render import notebook_answer_html, prompt_html
 from . import queue, services
 from .downloads import csv_download
 from .launches import check_csrf, csrf_token
@@ -178,7 +176,8 @@ def _answer_page(link: Link, question: Question, ref: str, conflict=None, error:
     shown = conflict.current if conflict else answer.grade
     page = render_template(
         "written_answer.html", link=link, question=question, answer=answer, label=link.label(answer, position),
-        position=position, count=len(found), html=_answer_html(answer, question), items=_items(link, question),
+        position=position, count=len(found), html=_answer_html(answer, question, link.questions),
+        items=_items(link, question),
         grade=shown, score=link.book.score(shown, question) if shown else None, mine=mine, conflict=conflict,
         previous=found[position - 1].ref if position else None,
         next=found[position + 1].ref if position + 1 < len(found) else None,
@@ -193,17 +192,11 @@ def _next_ungraded(found: list[grades.Answer], position: int) -> str | None:
     return next((a.ref for a in later if a.grade is None), None)
 
 
-def _answer_html(answer: grades.Answer, question: Question) -> str:
+def _answer_html(answer: grades.Answer, question: Question, questions: list[Question]) -> str:
     """The student's answer as they left it (sanitised HTML: nothing of it runs in the grader's browser)."""
     with services().db.session() as session:
         notebook = session.get(Attempt, answer.attempt.id).notebook
-    try:
-        found = answers(notebook, as_written([question]))[question.name]
-    except WrittenError as error:
-        return f"<p class='note'>This answer cannot be shown: {error}. Download the notebook to read it.</p>"
-    if not found.found:
-        return "<p class='note'>The student's notebook has no answer to this question (its cells were removed).</p>"
-    return answer_html(found)
+    return notebook_answer_html(notebook, question.name, as_written(questions))
 
 
 @bp.post("/<question>/<ref>")

@@ -23,7 +23,7 @@ from typing import Any
 import nh3
 from markdown_it import MarkdownIt
 
-from autograder.written import MAX_REGION_CELLS, PLACEHOLDER, Answer
+from autograder.written import MAX_REGION_CELLS, PLACEHOLDER, Answer, WrittenError, WrittenQuestion, answers
 
 MAX_CELL_TEXT = 200 * 1024
 """characters of one cell's text (its markdown, code or one output) shown; the rest is left out with a note"""
@@ -101,6 +101,19 @@ def answer_html(answer: Answer) -> str:
         parts.append(_note(f"{answer.omitted_cells} more cells not shown (an answer shows at most "
                            f"{MAX_REGION_CELLS}); {DOWNLOAD}."))  # fmt: skip
     return "\n".join(parts)
+
+
+def notebook_answer_html(notebook: bytes, question: str, questions: list[WrittenQuestion]) -> str:
+    """A submitted notebook's answer to one written question, as answer_html shows it, or a note saying why it
+    cannot be shown. The notebook is read with every written question of the assignment, as its digest was
+    (a question is matched by its prompt, else by its position among them)."""
+    try:
+        found = answers(notebook, questions)[question]
+    except WrittenError as error:
+        return f"<p class='note'>This answer cannot be shown: {html.escape(str(error))}. Download the notebook.</p>"
+    if not found.found:
+        return "<p class='note'>The student's notebook has no answer to this question (its cells were removed).</p>"
+    return answer_html(found)
 
 
 def prompt_html(markdown: str) -> str:

@@ -4,6 +4,7 @@ html.parser), requests nothing from another site, and is bounded in size."""
 from __future__ import annotations
 
 import base64
+import json
 import struct
 from html.parser import HTMLParser
 
@@ -16,6 +17,7 @@ from lti_service.written.render import (
     MAX_CELL_TEXT,
     REMOTE_IMAGE,
     answer_html,
+    notebook_answer_html,
     prompt_html,
 )
 from tests.written_corpus.notebooks import (
@@ -296,3 +298,32 @@ def test_the_course_notebooks_answers_are_shown():
     for question in master:
         assert_inert(prompt_html(question.prompt))
     assert "<strong>Question 3.3. Compare this to the graph where $p=.5$</strong>" in prompt_html(master[3].prompt)
+
+
+def _two_question_notebook(second_prompt: str) -> bytes:
+    def markdown(text: str, tags: tuple[str, ...] = ()) -> dict:
+        return {"cell_type": "markdown", "metadata": {"tags": list(tags)}, "source": text}
+
+    cells = [
+        markdown("<!-- BEGIN QUESTION -->\n\n**Q1.** Explain."),
+        markdown("First answer.", ("otter_answer_cell",)),
+        markdown(f"<!-- END QUESTION -->\n\n<!-- BEGIN QUESTION -->\n\n{second_prompt}"),
+        markdown("Second answer.", ("otter_answer_cell",)),
+        markdown("<!-- END QUESTION -->"),
+    ]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
+
+
+def test_a_questions_answer_is_read_among_all_the_written_questions():
+    """The student edited the second prompt, so it is matched by position among the questions: reading the
+    notebook with the second question alone (as the grading pages did) finds no answer to show."""
+    questions = [WrittenQuestion("q1", 1.0, "**Q1.** Explain.", ()), WrittenQuestion("q2", 1.0, "**Q2.** Why?", ())]
+    notebook = _two_question_notebook("**Q2.** Why? (I changed this prompt)")
+    shown = notebook_answer_html(notebook, "q2", questions)
+    assert "Second answer." in shown and "First answer." not in shown
+    assert "First answer." in notebook_answer_html(notebook, "q1", questions)
+
+
+def test_a_notebook_that_cannot_be_read_says_so_without_markup_of_its_own():
+    shown = notebook_answer_html(b"[" * 200_000, "q1", [WrittenQuestion("q1", 1.0, "<b>x</b>", ())])
+    assert shown.startswith("<p class='note'>This answer cannot be shown: ") and shown.count("<") == 2
