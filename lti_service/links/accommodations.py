@@ -110,9 +110,7 @@ def spend(services: Services, session: Session, key: dict, user_id: str, seen: L
     delta = needed - seen.on_link
     if delta <= 0:
         return
-    for model, values in ((LateDayUse, dict(**key, days=0, refunded=False)),
-                          (LateDayAccount, dict(**course_key(key), used=0))):  # fmt: skip
-        session.execute(services.db.insert(model).values(user_id=user_id, **values).on_conflict_do_nothing())
+    _ensure_rows(services, session, key, user_id)
     raised = session.execute(
         update(LateDayUse).filter_by(**key, user_id=user_id, days=seen.on_link, refunded=False).values(days=needed)
     )
@@ -238,10 +236,16 @@ def reassess(services: Services, key: dict, user_id: str, link_due: dt.datetime 
     return changed
 
 
-def _move_days(services: Services, session: Session, key: dict, user_id: str, before: int, after: int) -> None:
+def _ensure_rows(services: Services, session: Session, key: dict, user_id: str) -> None:
+    """The student's use of the link and account in the course, at 0 where there were none (racing inserts
+    both succeed: the second does nothing)."""
     for model, values in ((LateDayUse, dict(**key, days=0, refunded=False)),
                           (LateDayAccount, dict(**course_key(key), used=0))):  # fmt: skip
         session.execute(services.db.insert(model).values(user_id=user_id, **values).on_conflict_do_nothing())
+
+
+def _move_days(services: Services, session: Session, key: dict, user_id: str, before: int, after: int) -> None:
+    _ensure_rows(services, session, key, user_id)
     session.execute(update(LateDayUse).filter_by(**key, user_id=user_id).values(days=after))
     session.execute(
         update(LateDayAccount).filter_by(**course_key(key), user_id=user_id)

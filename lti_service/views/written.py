@@ -107,11 +107,13 @@ def settings(launch_id: str):
 def question_page(launch_id: str, question: str):
     """One question: its prompt, its rubric (to edit), and every student's answer with where its grade stands."""
     link = _link(launch_id)
-    asked = link.question(question)
-    found = link.answers(asked)
+    return _question_page(link, link.question(question))
+
+
+def _question_page(link: Link, asked: Question, error: str | None = None) -> str:
     return render_template(
-        "written_question.html", link=link, question=asked, answers=found, prompt=prompt_html(asked.prompt),
-        items=_items(link, asked), csrf_token=csrf_token(link.launch), error=request.args.get("error"),
+        "written_question.html", link=link, question=asked, answers=link.answers(asked),
+        prompt=prompt_html(asked.prompt), items=_items(link, asked), csrf_token=csrf_token(link.launch), error=error,
     )  # fmt: skip
 
 
@@ -153,12 +155,7 @@ def _back(launch_id: str, question: str) -> str:
 
 
 def _question_error(link: Link, question: str, message: str):
-    asked = link.question(question)
-    page = render_template(
-        "written_question.html", link=link, question=asked, answers=link.answers(asked),
-        prompt=prompt_html(asked.prompt), items=_items(link, asked), csrf_token=csrf_token(link.launch), error=message,
-    )  # fmt: skip
-    return page, 400
+    return _question_page(link, link.question(question), message), 400
 
 
 @bp.get("/<question>/<ref>")
