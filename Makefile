@@ -15,8 +15,14 @@ run: $(INSTALLED) system-deps assignment lite bytecode
 	@mkdir -p var
 	@PY=$(PY) ./run-local.sh
 
+# The suite in TEST_JOBS processes at once (pytest-xdist; a test file to a process, so a module's LMS starts
+# once): tests mostly wait for subprocesses, sandboxes and browsers, so twice the cores keeps both busy. Then
+# the tests that assert how long something takes (marked `alone`), one at a time with nothing else running.
+TEST_JOBS ?= 4
+
 test: $(INSTALLED) system-deps assignment lite lint bytecode
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "not alone"
+	$(PY) -m pytest -m alone
 
 assignment: $(AUTOGRADER_ZIP)
 

@@ -201,11 +201,25 @@ def _supervise_workers(count: int, pin: bool) -> None:
                 time.sleep(RESTART_PAUSE)
                 children[i] = subprocess.Popen(commands[i])
     finally:  # we are stopping: stop the workers too
-        for child in children:
-            if child.poll() is None:
-                child.terminate()
-        for child in children:
-            child.wait(timeout=60)
+        _stop_workers(children)
+
+
+def _stop_workers(children: list[subprocess.Popen]) -> None:
+    """SIGTERM to the workers and to one being started when the stop came (the stop interrupted its Popen,
+    which never returned it: only the kernel's list of this process's children has it); then wait for them."""
+    known = {child.pid for child in children}
+    own = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
+    strays = [int(pid) for pid in own if int(pid) not in known]
+    for child in children:
+        if child.poll() is None:
+            child.terminate()
+    for pid in strays:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    for child in children:
+        child.wait(timeout=60)
+    for pid in strays:
+        os.waitpid(pid, 0)  # SIGTERM ends it, whether still starting or already grading
 
 
 def _worker_cpus(count: int, pin: bool) -> list[int | None]:

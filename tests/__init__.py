@@ -1,7 +1,17 @@
 """The test suite. Its sandboxes take uids of their own (unless GRADER_SANDBOX_UID is set): the checks for
 leftover sandbox processes look at this run's range only, so another grading on the machine (a second test
-run, a developer's command) cannot fail them, nor this run's sandboxes theirs."""
+run, a developer's command) cannot fail them, nor this run's sandboxes theirs. Under pytest-xdist each worker
+process takes a range of its own within the run's (the controller's value, inherited, is the run's base), so
+one worker's check never sees another's sandboxes, and a sandbox that escaped its parent is still seen by the
+check of the worker that started it (a uid is where it runs, whoever its parent now is)."""
 
 import os
 
-os.environ.setdefault("GRADER_SANDBOX_UID", str(70_000 + 64 * (os.getpid() % 1000)))
+from autograder.sandbox.uids import POOL_SIZE as RANGE  # the uids one grading process's pool takes from
+
+RUN = 16 * RANGE  # a run's share: its own range and 15 workers'
+
+os.environ.setdefault("GRADER_SANDBOX_UID", str(70_000 + RUN * (os.getpid() % 1000)))
+if os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw"):  # gw0, gw1, ...
+    _worker = int(os.environ["PYTEST_XDIST_WORKER"][2:]) % 15
+    os.environ["GRADER_SANDBOX_UID"] = str(int(os.environ["GRADER_SANDBOX_UID"]) + RANGE * (1 + _worker))

@@ -10,6 +10,27 @@ from tests.lti_service import gradebook
 from tests.lti_service.conftest import start_lms
 from tests.submissions import AUTOGRADER_ZIP, ROOT, SOLUTION_NOTEBOOK, STUDENT_NOTEBOOK, load_test_sources
 
+LONGEST_FIRST = (  # the files that take longest, longest first (seconds each, run alone, December 2026)
+    "tests/parity/test_parity.py",  # 138: stock `otter run` on every notebook of the parity corpus
+    "tests/e2e/test_lite_browser.py",  # 96: Pyodide starting in Chromium, seven times
+    "tests/lti_service/test_reliability.py",  # 70
+    "tests/autograder/test_attacks.py",  # 51
+    "tests/lti_service/test_assignment_cli.py",  # 49
+    "tests/lti_service/test_scale_out.py",  # 40
+    "tests/lti_service/test_setup.py",  # 39
+    "tests/e2e/test_browser.py",  # 39
+    "tests/lti_service/test_assignments.py",  # 38
+    "tests/e2e/test_assignments_browser.py",  # 37
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first, each file's tests in their own order: pytest-xdist (`make test`) hands a file
+    at a time to whichever process is free, and a long file handed out last would leave the run waiting for
+    it alone."""
+    rank = {path: n for n, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
 
 @pytest.fixture(scope="session")
 def built_assignment():

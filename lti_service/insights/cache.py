@@ -24,7 +24,6 @@ from ..db import AssignmentLink, AssignmentVersion, Attempt, LinkInsights, utcno
 from ..links.settings import counting_attempt, load
 from ..services import Services
 from .mistakes import Graded, Student, answer_code, common_mistakes
-from .similarity import similar_pairs
 
 SETTLE = dt.timedelta(seconds=3)
 """how long after the last grading a link waits, so a burst of uploads is analysed once"""
@@ -117,6 +116,9 @@ def compute(services: Services, key: dict) -> dict:
     days = [today - dt.timedelta(days=n) for n in range(DAYS - 1, -1, -1)]
     handout_code = _handout_code(services, version, questions)
     code = {s.user_id: "\n\n".join(s.answers.get(q, "") for q in questions)[:MAX_CODE] for s in students}
+    from .similarity import similar_pairs  # here, not at the top: copydetect loads matplotlib (0.4 s at every
+    # start of every web, worker and command-line process, which mostly never compute insights)
+
     names = {s.user_id: s.name for s in students}
     return {
         "students": len(students),

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.build_cache import otter_assign
 from tests.parity.harness import AttackTarget, build
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -70,17 +70,10 @@ def _code(source: str) -> dict:
 
 @pytest.fixture(scope="session")
 def toy(tmp_path_factory: pytest.TempPathFactory) -> Toy:
-    out = tmp_path_factory.mktemp("toy")
-    subprocess.run(
-        [OTTER, "assign", str(FIXTURES / "toy.ipynb"), str(out / "dist")],
-        check=True,
-        capture_output=True,
-    )
-    (zip_path,) = (out / "dist" / "autograder").glob("*.zip")
-    template = json.loads((out / "dist" / "student" / "toy.ipynb").read_text())
-    work = out / "subs"
-    work.mkdir()
-    return Toy(zip_path, template, work)
+    dist = otter_assign(FIXTURES, "toy.ipynb") / "source" / "dist"  # built once for every test process
+    (zip_path,) = (dist / "autograder").glob("*.zip")
+    template = json.loads((dist / "student" / "toy.ipynb").read_text())
+    return Toy(zip_path, template, tmp_path_factory.mktemp("toy"))
 
 
 @pytest.fixture(scope="session")

@@ -125,6 +125,7 @@ def test_honest_sets_whose_elements_share_hashes_still_decode():
     assert decode({"$dict": [[k, k] for k in powers]}) == {k: k for k in powers}
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("scale", [1, P + 1], ids=["small ints", "ints beyond 2**61 (their hashes counted)"])
 def test_a_million_element_set_decodes_in_linear_time(scale):
     items = [k * scale for k in range(-500_000, 500_000)]
@@ -232,6 +233,7 @@ def categorical(categories: dict, blob_codes_offset: int) -> dict:
                         "index": {"$index": {"range": [0, 3, 1], "name": None}}, "name": None}}  # fmt: skip
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("kind", ["int64", "object"])
 def test_categories_are_checked_without_a_hash_table_student_values_can_defeat(kind):
     """pandas checks categories (and MultiIndex levels) are unique with a hash table of its own: values that

@@ -121,6 +121,7 @@ def test_a_grading_process_message_past_a_bound_is_refused_before_it_is_parsed(b
     theirs.close()
 
 
+@pytest.mark.alone
 def test_a_message_announced_too_large_is_refused_before_it_is_read():
     ours, theirs = socket.socketpair()
     theirs.sendall(HEADER.pack(64 << 20))  # and nothing more: a read would wait until the deadline

@@ -117,6 +117,7 @@ for pid in children:
 """
 
 
+@pytest.mark.alone
 def test_cpu_is_limited_for_the_whole_sandbox(running):
     sandbox = running(cpus=0.5)
     before, started = sandbox.sandbox.cpu_seconds(), time.monotonic()
@@ -134,6 +135,7 @@ def test_the_watchdog_kills_a_sandbox_at_its_deadline_even_when_nobody_waits_for
     assert sandbox_processes() == []
 
 
+@pytest.mark.alone
 def test_a_sandbox_that_stops_reading_cannot_hold_the_grader(toy):
     # The cell keeps the request pipe open in a child but reads nothing from it any more: the grader's
     # next, large request fills the pipe and its write must still end within the cell's limit.
@@ -153,6 +155,7 @@ def test_a_sandbox_that_stops_reading_cannot_hold_the_grader(toy):
     assert sandbox_processes() == []
 
 
+@pytest.mark.alone
 def test_the_overall_deadline_holds_whatever_the_cells_do(toy):
     slow = "import signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\ntime.sleep(60)\n"
     notebook = toy.notebook("slow", extra=[(None, slow)] * 3)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from autograder import GradeOptions, grade_submission
 from autograder.assignment import load_assignment
 from autograder.notebook import Cell
@@ -75,6 +77,7 @@ def test_a_service_keeps_sandboxes_ready_only_for_the_assignments_it_graded_last
     assert sandbox_processes() == []
 
 
+@pytest.mark.alone
 def test_while_sandboxes_cannot_start_the_pool_tries_less_and_less_often_and_says_so_once(toy, monkeypatch, caplog):
     """A machine without bubblewrap (or out of sandbox uids): one warning, waits that grow, a prompt close."""
     import threading

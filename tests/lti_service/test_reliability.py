@@ -10,6 +10,8 @@ import signal
 import socket
 import sqlite3
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -169,6 +171,7 @@ def test_a_failing_line_item_read_never_posts_a_score_on_the_wrong_scale(fast_lm
     assert posted == [(in_gradebook(14), 100.0)]
 
 
+@pytest.mark.alone
 def test_a_class_worth_of_idle_connections_locks_nobody_out_and_grading_goes_on(fast_lms):
     """1100 idle connections (waitress's default allowed 100; past 1023 open files, select() fails)."""
     page = fast_lms.open("student-ada", "idle-connections")
@@ -237,6 +240,7 @@ def workers_apart(tmp_path_factory, built_assignment):
     lms.platform.stop()
 
 
+@pytest.mark.alone
 def test_a_lost_grading_job_is_queued_again_by_an_upload_and_found_by_a_worker(workers_apart):
     lms = workers_apart
     queue = SqliteHuey("decode-grader", filename=str(Path(lms.tool.env["DATA_DIR"]) / "queue.db"))
@@ -256,6 +260,7 @@ def test_a_lost_grading_job_is_queued_again_by_an_upload_and_found_by_a_worker(w
         worker.wait(timeout=20)
 
 
+@pytest.mark.alone
 def test_a_killed_workers_attempt_is_graded_elsewhere_once(workers_apart):
     """A worker killed mid-grading: another takes over once its short lease ends. A live worker renews its
     lease while grading takes longer than the lease, so nobody takes its attempt."""
@@ -316,10 +321,38 @@ def test_worker_with_several_processes_supervises_them_and_stops_them_with_it(wo
     graders = wait_for(lambda: len(children(supervisor.pid)) == 2 and children(supervisor.pid))
     os.kill(graders[0], signal.SIGKILL)
     wait_for(lambda: len(children(supervisor.pid)) == 2 and graders[0] not in children(supervisor.pid))
-    graders = children(supervisor.pid)
+    graders = {pid: started_at(pid) for pid in children(supervisor.pid)}
     supervisor.terminate()
     supervisor.wait(timeout=30)
-    assert not [pid for pid in graders if Path(f"/proc/{pid}").exists()]
+    assert not [pid for pid, started in graders.items() if started_at(pid) == started]  # pids are reused
+
+
+def started_at(pid: int) -> str | None:
+    """When the process with this pid started (clock ticks since boot), None if there is none: a pid alone
+    names another process once the first has ended and the pid was given out again."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except OSError:
+        return None
+
+
+STOP_WHILE_STARTING = """
+import subprocess, sys
+from pathlib import Path
+from lti_service.cli import _stop_workers
+sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+known, stray = subprocess.Popen(sleeper), subprocess.Popen(sleeper)  # the stray's Popen "never returned"
+_stop_workers([known])
+print(known.returncode, Path(f"/proc/{stray.pid}").exists())
+"""
+
+
+def test_a_worker_being_started_when_the_supervisor_stops_is_stopped_with_it():
+    """A stop (SIGTERM) can interrupt the Popen of a worker being started again, which then never returns it:
+    the supervisor stops that worker too (found among its own children), and waits for it. In a process of its
+    own: the supervisor stops every child it has."""
+    stopped = subprocess.run([sys.executable, "-c", STOP_WHILE_STARTING], capture_output=True, text=True, timeout=60)
+    assert stopped.stdout.split() == [str(-signal.SIGTERM), "False"], stopped.stderr
 
 
 def test_the_graded_status_and_the_outbox_row_are_one_transaction(tmp_path, built_assignment):

@@ -16,6 +16,9 @@ import requests
 from flask import Flask, request
 
 from lti_dev_platform.serving import ServerThread
+from lti_service.config import Config
+from lti_service.platforms import add_platform
+from lti_service.services import Services
 from tests.submissions import ROOT
 
 
@@ -57,12 +60,26 @@ class ToolProcess:
         command = [sys.executable, "-m", "lti_service", *args]
         return subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=60)
 
+    def services(self) -> Services:
+        """The tool's services in this process, from its settings as its commands read them; the caller
+        disposes of `db.engine`. What a command does, without a process start (a second of imports)."""
+        saved = dict(os.environ)
+        os.environ.update(self.env)
+        try:
+            config = Config()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        return Services.from_config(config)
+
     def register_platform(self, issuer: str, client_id: str, deployment_id: str) -> None:
-        self.cli(
-            "platform", "add", "--issuer", issuer, "--client-id", client_id, "--deployment-id", deployment_id,
-            "--auth-url", f"{issuer}/auth", "--token-url", f"{issuer}/token",
-            "--jwks-url", f"{issuer}/.well-known/jwks.json",
-        )  # fmt: skip
+        """What `platform add` does (its own tests run the command: test_setup.py), in this process."""
+        services = self.services()
+        try:
+            urls = (f"{issuer}/auth", f"{issuer}/token", f"{issuer}/.well-known/jwks.json")
+            add_platform(services.db, issuer, client_id, [deployment_id], *urls)
+        finally:
+            services.db.engine.dispose()
 
     def start(self, *serve_args: str) -> ToolProcess:
         """`serve` (with its own worker unless serve_args say --no-worker); returns once it answers."""

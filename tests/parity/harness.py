@@ -18,11 +18,10 @@ submission. The reference is stock `otter run`, run with the assignment's requir
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
-import shutil
 import subprocess
-import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterable
@@ -36,6 +35,7 @@ import yaml
 from assignment.build import repack_deterministically
 from autograder import grade_submission
 from autograder.environment import prepare, requirements_of
+from tests.build_cache import cached, key, otter_assign
 from tests.submissions import OtterRun
 
 ASSIGNMENTS = Path(__file__).resolve().parent / "assignments"
@@ -102,17 +102,15 @@ class Built:
     """the interpreter of the assignment's environment (its requirements installed)"""
 
 
-def build(name: str, workdir: Path, folder: Path | None = None) -> Built:
+def build(name: str, workdir: Path, folder: Path | None = None, shared: bool = True) -> Built:
     """`otter assign` on a copy of the assignment's folder (of the corpus, or another version of it in
-    `folder`); the zip repacked so builds are reproducible."""
+    `folder`); the zip repacked so builds are reproducible. `shared`: the build of these inputs that the test
+    processes share (tests/build_cache.py), else one made now in `workdir`."""
     folder = folder or ASSIGNMENTS / name
-    source = workdir / "source"
-    shutil.copytree(folder, source)
-    command = [sys.executable, "-m", "otter", "assign", "--no-run-tests", f"{name}.ipynb", "dist"]
-    process = subprocess.run(command, cwd=source, capture_output=True, text=True)
-    if process.returncode != 0:
-        raise RuntimeError(f"otter assign failed for {name}:\n{process.stdout[-3000:]}{process.stderr[-3000:]}")
+    afresh_in = None if shared else workdir / "assign"
+    source = otter_assign(folder, f"{name}.ipynb", "--no-run-tests", afresh_in=afresh_in) / "source"
     (raw_zip,) = (source / "dist" / "autograder").glob(f"{name}-autograder_*.zip")
+    workdir.mkdir(parents=True, exist_ok=True)
     zip_path = workdir / f"{name}-autograder.zip"
     repack_deterministically(raw_zip, zip_path)
     student = nbformat.read(source / "dist" / "student" / f"{name}.ipynb", as_version=4)
@@ -224,8 +222,15 @@ class Corpus:
             return self._references[case]
 
     def _run_reference(self, case: Case) -> Graded:
-        workdir = self.workdir / case.assignment / "otter-run" / case.submission
-        return reference(self.built(case.assignment), self.notebook(case), workdir)
+        """Kept by its inputs' hash (tests/build_cache.py): an unchanged case is not run again."""
+        built, notebook = self.built(case.assignment), self.notebook(case)
+
+        def run(out: Path) -> None:
+            graded = reference(built, notebook, out / "otter-run")
+            (out / "graded.json").write_text(json.dumps(dataclasses.asdict(graded)))
+
+        digest = key(built.zip, nbformat.writes(notebook), built.python, "otter run")
+        return Graded(**json.loads((cached("otter-run", digest, run) / "graded.json").read_text()))
 
     def ours(self, case: Case) -> tuple[Graded, str | None]:
         return ours(self.built(case.assignment), self.notebook(case))
