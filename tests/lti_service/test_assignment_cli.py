@@ -1,5 +1,6 @@
-"""`python -m lti_service assignment add|list|show|update|remove`, run as the operator runs it, and bad input:
-each refused with a message that says why, and nothing stored."""
+"""`python -m lti_service assignment add|list|show|update|remove` (its main(), with the operator's arguments and
+settings, in the test's process: ToolProcess.cli), and bad input: each refused with a message that says why,
+and nothing stored."""
 
 from __future__ import annotations
 

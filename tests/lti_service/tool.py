@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from http.cookiejar import DefaultCookiePolicy
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,6 +20,7 @@ import requests
 from flask import Flask, request
 
 from lti_dev_platform.serving import ServerThread
+from lti_service.cli import main
 from lti_service.config import Config
 from lti_service.platforms import add_platform
 from lti_service.services import Services
@@ -57,19 +62,22 @@ class ToolProcess:
         return result.stderr
 
     def _run_cli(self, args: tuple[str, ...]) -> subprocess.CompletedProcess:
-        command = [sys.executable, "-m", "lti_service", *args]
-        return subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=60)
+        """`python -m lti_service ARGS` with the tool's settings, run in this process: what it prints and its
+        exit status, without a process start (a second of imports, 60 times in the suite). The entry point
+        itself runs as a process wherever the tool starts (`serve`, `worker`)."""
+        out, err = io.StringIO(), io.StringIO()
+        with _settings(self.env), _own_logging(), redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exit:  # argparse's usage errors
+                code = exit.code
+        return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
     def services(self) -> Services:
         """The tool's services in this process, from its settings as its commands read them; the caller
         disposes of `db.engine`. What a command does, without a process start (a second of imports)."""
-        saved = dict(os.environ)
-        os.environ.update(self.env)
-        try:
+        with _settings(self.env):
             config = Config()
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
         return Services.from_config(config)
 
     def register_platform(self, issuer: str, client_id: str, deployment_id: str) -> None:
@@ -124,6 +132,34 @@ class ToolProcess:
             except ValueError:
                 continue
         return events
+
+
+@contextmanager
+def _settings(env: dict[str, str]) -> Iterator[None]:
+    """The process's environment is `env` for the block (the tool reads its settings from there)."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextmanager
+def _own_logging() -> Iterator[None]:
+    """The root logger's handlers and level as they were before the block: a command sets its own
+    (configure_logging), which would otherwise replace pytest's capture for the tests that follow."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers = []  # so that configure_logging's force=True closes none of pytest's handlers
+    try:
+        yield
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.handlers, root.level = handlers, level
 
 
 class PlatformProcess:
