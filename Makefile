@@ -16,10 +16,10 @@ run: $(INSTALLED) system-deps assignment lite bytecode
 	@PY=$(PY) ./run-local.sh
 
 # The suite in TEST_JOBS processes at once (pytest-xdist; a test file to a process, so a module's LMS starts
-# once): tests wait on sandboxes, browsers, LMS retries and their workers' polls, and with three processes a
-# core both cores stay busy (measured: 4 left a third of the time idle). Then the tests that assert how long
-# something takes (marked `alone`), one at a time with nothing else running.
-TEST_JOBS ?= 6
+# once): tests wait on sandboxes, browsers, LMS retries and their workers' polls, so twice the cores keeps
+# both busy most of the time (6 kept them busy all the time but finished no sooner, and slowed single steps
+# past their limits). Then the tests that assert how long something takes (marked `alone`), one at a time.
+TEST_JOBS ?= 4
 
 test: $(INSTALLED) system-deps assignment lite lint bytecode
 	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "not alone"

@@ -211,6 +211,7 @@ def many_open_files():
         os.close(fd)
 
 
+@pytest.mark.alone  # FAST's one-second cells: the pandas assignment's first cell takes longer on a loaded machine
 def test_grading_works_with_many_files_open(toy, pandas_assignment, many_open_files):
     assert grade_submission(toy.zip, toy.notebook("correct"), FAST).score == 5.0
     # An assignment with files runs in a grading process of its own: its pipe is numbered high too.

@@ -57,6 +57,14 @@ def artifacts() -> Path:
 
 
 CONTEXT_OPTIONS = {"accept_downloads": True, "viewport": {"width": 1280, "height": 900}}
+TEST_TIMEOUT_S = 300  # a browser test that hangs (once, under load: a Playwright call that never answered) fails
+# in five minutes rather than the suite's ten; the longest takes about a minute on a loaded machine
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/e2e/" in item.nodeid:
+            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT_S))
 
 
 @pytest.fixture(scope="session")
