@@ -206,9 +206,6 @@ def run_python(lite: Page, code: str) -> str:
     return lite.evaluate(RUN_IN_KERNEL, code)
 
 
-# alone: with three other test processes on two cores, one of Grace's fetches of Ada's addresses failed as a network
-# error ("Failed to fetch", not a 401) in 2 of 7 runs; never alone. Cause not found yet (issue 33's note).
-@pytest.mark.alone
 def test_a_shared_lab_computer_keeps_nothing_of_one_student_for_the_next(lms, page, browser, screenshot):
     """Ada works in the browser and leaves the computer; Grace, next on the same browser profile, finds none of
     Ada's work in its storage, cannot open Ada's window from its address (the history) nor Ada's course page from
