@@ -232,12 +232,16 @@ def test_a_shared_lab_computer_keeps_nothing_of_one_student_for_the_next(lms, pa
     grace = open_in_browser(page, lms, "student-grace")
     stored = grace.evaluate(EVERYTHING_STORED)
     assert MARKER not in stored and "7f3e" not in stored, "Ada's work is readable in the browser's storage"
-    probe = "import js\nfor url in %s:\n    r = await js.fetch(url)\n    print(r.status, r.url, %r in await r.text())"
+    probe = (  # api/drive is JupyterLite's service worker's, not the tool's: it may answer with a network error
+        "import js\nfor url in %s:\n    try:\n        r = await js.fetch(url)\n"
+        "        print(r.status, r.url, %r in await r.text())\n"
+        "    except Exception:\n        print('failed', url, False)"
+    )
     fetched = run_python(grace, probe % (ada_urls, MARKER)).splitlines()
     assert len(fetched) == len(ada_urls), fetched
     for line in fetched:  # the site's own files, the same for everyone, come from the cache; nothing of Ada's
         status, url, leaked = line.split()
-        assert leaked == "False" and (status in ("401", "404") or "/lite/site/" in url), line
+        assert leaked == "False" and (status in ("401", "404", "failed") or "/lite/site/" in url), line
     assert any(line.startswith("401") for line in fetched)
     from_history = grace.context.new_page()
     from_history.goto(ada_window)
