@@ -6,11 +6,11 @@ and the changed scores reach the gradebook."""
 
 from __future__ import annotations
 
-from playwright.sync_api import Frame, Page, expect
+from playwright.sync_api import Page, expect
 
 from autograder import grade_submission
 from tests.e2e.a11y import assert_accessible
-from tests.e2e.helpers import course_launch, tool_frame, upload
+from tests.e2e.helpers import ToolFrame, course_launch, tool_frame, upload
 from tests.lti_service import gradebook
 from tests.lti_service.conftest import notebook_bytes
 from tests.lti_service.tool import wait_for
@@ -102,7 +102,7 @@ def test_an_instructor_adds_links_and_updates_a_second_assignment(lms, page, scr
     screenshot(page, "gradebook-after-the-move")
 
 
-def upload_master(page: Page, frame: Frame, master, new_version_of: str | None = None) -> Frame:
+def upload_master(page: Page, frame: ToolFrame, master, new_version_of: str | None = None) -> ToolFrame:
     """Upload a master notebook with its data on the course's assignments page; the build's report."""
     form = frame.locator("#add-master")
     if new_version_of:

@@ -13,11 +13,11 @@ from urllib.parse import urljoin
 
 import pytest
 import requests
-from playwright.sync_api import Frame, Page, expect
+from playwright.sync_api import Page, expect
 
 from lti_dev_platform.client import parse_page
 from tests.e2e.a11y import assert_accessible, check_instructor_dashboard_accessibility
-from tests.e2e.helpers import course_launch, fraction, tool_frame, upload
+from tests.e2e.helpers import ToolFrame, course_launch, fraction, tool_frame, upload
 from tests.lti_service.conftest import notebook_bytes
 from tests.lti_service.tool import wait_for
 from tests.submissions import QUESTIONS, STUDENT_NOTEBOOK
@@ -258,7 +258,7 @@ POST_FORM = """([action, fields]) => {
 }"""
 
 
-def open_tool(page: Page, way: str, windows: list, screenshot) -> Frame | Page:
+def open_tool(page: Page, way: str, windows: list, screenshot) -> ToolFrame | Page:
     """The tool as the course page shows it: in its iframe, or in the new window the iframe offers."""
     frame = tool_frame(page)
     if way == "platform storage":
