@@ -123,8 +123,9 @@ class GradingBox:
         return self.process.alive and all(s.alive for s in self.sandboxes.values())
 
     # -- grading ---------------------------------------------------------------------------------
-    def grade(self, cells: list[Cell], label: str) -> GradeResult:
-        """Grade the notebook's cells; an outcome the grading process could not give is the result's error."""
+    def grade(self, cells: list[Cell], label: str, file_name: str | None = None) -> GradeResult:
+        """Grade the notebook's cells (saved as `file_name`, if known); an outcome the grading process could
+        not give is the result's error."""
         assert self.manifest is not None
         now = time.monotonic()
         deadline = now + self.limits.total_timeout + SLACK
@@ -132,7 +133,7 @@ class GradingBox:
         for sandbox in self.sandboxes.values():
             sandbox.deadline = now + self.limits.total_timeout + self.limits.grace
         try:
-            self.control.send({"grade": [[cell.index, cell.source] for cell in cells]})
+            self.control.send({"grade": [[cell.index, cell.source] for cell in cells], "file_name": file_name})
             while True:
                 message = self._recv(deadline, "finish the tests")
                 if "outcome" in message:

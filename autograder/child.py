@@ -26,7 +26,7 @@ from .errors import SandboxUnavailable
 from .grading import SUPPORT_FOLDER, Grading, Ready, Session, start_ready
 from .inside.control import GRADING_PROCESS, Control, encode
 from .manifest import MAX_CELL_ERRORS, MAX_MESSAGE, MAX_NAME
-from .notebook import Cell
+from .notebook import MAX_FILE_NAME, Cell
 from .options import Limits
 from .protocol import SandboxFailure
 from .testfiles import TestFile, TestFileError
@@ -93,12 +93,15 @@ def grade(control: Control, assignment: Assignment, tests: list[TestFile]) -> No
     control.send({"ready": True})
     message, _ = control.recv()
     cells = [Cell(index, source) for index, source in message["grade"]]
+    file_name = message.get("file_name")
+    if not (isinstance(file_name, str) and 0 < len(file_name) <= MAX_FILE_NAME and "/" not in file_name):
+        file_name = None
 
     def new_sandbox() -> GivenSandbox:
         control.send({"want": "sandbox"})
         return receive_sandbox(control)[0]
 
-    session = Session(assignment, limits, new_sandbox, first, preload)
+    session = Session(assignment, limits, new_sandbox, first, preload, file_name)
     control.send_encoded(fitted(Grading(assignment, tests, cells, session).run()))
 
 

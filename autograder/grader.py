@@ -17,7 +17,7 @@ from typing import Any
 from .assignment import load_assignment
 from .box import manifest_of, started_box
 from .manifest import Manifest
-from .notebook import InvalidSubmission, load_cells, read_notebook
+from .notebook import MAX_FILE_NAME, InvalidSubmission, load_cells, read_notebook
 from .options import GradeOptions
 from .pool import warm_pool
 from .results import GradeResult
@@ -34,13 +34,16 @@ def grade_submission(
     options: GradeOptions | None = None,
     label: str | None = None,
     early: Any = None,
+    file_name: str | None = None,
 ) -> GradeResult:
     """Grade one notebook (bytes or a path) against an autograder zip; thread-safe.
 
     Unusable input gives a result with `error` set and `invalid_input` True; a missing or broken
     sandbox raises SandboxUnavailable (student code never runs unsandboxed). `early`: a grading process
     spawned for this grading before the grader was imported (the command line's, pool.SpawnedEarly);
-    closed if not used.
+    closed if not used. `file_name`: the submission's file name as the student saved it (default: the path's;
+    for bytes, the name the notebook expects). Under `otter run` a notebook's `grader.check` calls count
+    only when it is saved under the name its `otter.Notebook("...")` line gives; graded here the same way.
     """
     options = options or GradeOptions()
     try:
@@ -57,7 +60,7 @@ def grade_submission(
             box = warm_pool(assignment, limits, options.prestart).take()
         box = box or started_box(assignment, limits, forked=options.prestart > 0)
         try:
-            result = box.grade(cells, label)
+            result = box.grade(cells, label, submission_name(notebook, file_name))
         finally:
             box.close()
         if options.prestart:
@@ -66,6 +69,15 @@ def grade_submission(
     finally:
         if early is not None:
             early.close()
+
+
+def submission_name(notebook: bytes | str | os.PathLike[str], file_name: str | None) -> str | None:
+    """The file name `otter run` would see (bounded: it comes from a browser), or None when not known."""
+    if file_name is None and not isinstance(notebook, bytes):
+        file_name = os.path.basename(os.fspath(notebook))
+    if file_name is None:
+        return None
+    return os.path.basename(file_name.replace("\\", "/"))[:MAX_FILE_NAME] or None
 
 
 def check_submission(autograder: str | os.PathLike[str], data: bytes, max_bytes: int) -> None:

@@ -2,8 +2,12 @@
 Otter's tests here.
 
 Like `otter run`, a question whose check (`grader.check("q1")`) the notebook calls is graded on the state
-at that moment, and the other questions on the state after the last cell. Grading happens in two phases
-so that nothing student code sees during hidden tests can reach what the student is shown:
+at its last check, and the other questions on the state after the last cell. Also like `otter run`, the
+notebook's `otter.Notebook("name.ipynb")` fails when the submission is saved under another file name: its
+`grader` is then never made, no check runs, and every question is graded on the final state.
+
+Grading happens in two phases so that nothing student code sees during hidden tests can reach what the
+student is shown:
 
 1. The cells run in the main sandbox process. At every check the question's PUBLIC tests run against the
    main process (their messages are what the student sees), then the sandbox forks a snapshot (a copy
@@ -123,9 +127,11 @@ class Session:
         new_sandbox: Callable[[], StudentSandbox],
         first: Ready | None = None,
         preload: tuple[str, ...] = (),
+        file_name: str | None = None,
     ) -> None:
         self.assignment, self.limits = assignment, limits
         self.new_sandbox, self.first, self.preload = new_sandbox, first, preload
+        self.file_name = file_name  # the submission's, as otter run would see it (None: the one it expects)
         self.deadline = time.monotonic() + limits.total_timeout
         self.completed: list[Cell] = []
         self.restarts = 0
@@ -145,6 +151,8 @@ class Session:
         self.channel.overall_deadline = self.deadline
         self.values = Values(self.channel)
         self.values.on_check = self._check
+        if self.file_name is not None:
+            self.request("submission", name=self.file_name)
 
     def _check(self, question: str) -> None:
         self.on_check(question)

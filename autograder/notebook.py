@@ -16,6 +16,8 @@ from .inside.control import MB, Bounds
 
 IGNORE_TAG = "otter_ignore"
 CELL_TYPES = ("code", "markdown", "raw")
+MAX_FILE_NAME = 255
+"""characters of a submission's file name kept (what `otter run` would see: see grader.submission_name)"""
 
 SHAPE = Bounds(64 * MB, 100_000, 500_000)
 """What a notebook's JSON may hold before it is parsed (by the web process at upload, by the worker, and for

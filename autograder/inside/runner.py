@@ -207,6 +207,7 @@ class Channel:
         self.grader_functions = {}  # handle -> stand-in
         self.namespace = {}
         self.seed = None  # (seed, variable) from the assignment's otter_config
+        self.submission_name = None  # the file name otter run would see; None: the one the notebook expects
         self.snapshots = {}  # pid -> fd that wakes it
         self.is_snapshot = False
 
@@ -340,6 +341,10 @@ class Channel:
 
     def op_keys(self):
         return [k for k in self.namespace if type(k) is str]
+
+    def op_submission(self, name):
+        """The submission's file name, as `otter run` would see it (see _install_stubs' Notebook)."""
+        self.submission_name = name
 
     def op_configure(self, seed, seed_variable):
         """Otter's intercell seeding: before every cell, seed numpy and random (or set seed_variable)."""
@@ -623,8 +628,11 @@ def _install_stubs(channel):
     """Stand-ins for otter's Notebook, IPython's get_ipython and display, so notebooks run unchanged."""
 
     class Notebook:
-        def __init__(self, *args, **kwargs):
-            pass
+        def __init__(self, nb_path=None, *args, **kwargs):
+            # otter run's Notebook reads its notebook: saved under another name, the submission is not there,
+            # the notebook's `grader` is never made and none of its checks run (as under otter run)
+            if nb_path and not _is_submission(channel, nb_path):
+                raise FileNotFoundError(2, "No such file or directory", nb_path)
 
         def check(self, question, *args, **kwargs):
             channel.request("check", question=_text(question, 200))
@@ -638,6 +646,13 @@ def _install_stubs(channel):
     kernel_shell = _KernelShell(channel.namespace)
     builtins.get_ipython = lambda: kernel_shell
     builtins.display = lambda *args, **kwargs: None
+
+
+def _is_submission(channel, nb_path):
+    """Whether `nb_path`, from the grading directory, names the submission (whose file name the grader may
+    have said; if not, it is the name the notebook expects)."""
+    name = channel.submission_name
+    return name is None or os.path.normpath(os.fspath(nb_path)) == name
 
 
 class _KernelShell:

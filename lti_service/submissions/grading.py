@@ -225,10 +225,11 @@ def grade_attempt(services: Services, attempt_id: int) -> Finished | None:
 
 def grade_notebook(services: Services, zip_path: Path, notebook: bytes, label: str) -> dict:
     """Grade a notebook against an autograder zip: the values a grading sets (status, score, max_score, the
-    staff and student views, error). The worker keeps WARM_SANDBOXES sandboxes of the assignment started."""
+    staff and student views, error). `label` is the file name the student gave it, which otter run's
+    grading depends on. The worker keeps WARM_SANDBOXES sandboxes of the assignment started."""
     try:
         options = GradeOptions(prestart=services.config.warm_sandboxes)
-        result = grade_submission(zip_path, notebook, options, label=label)
+        result = grade_submission(zip_path, notebook, options, label=label, file_name=label)
     except SandboxUnavailable as error:
         return dict(status="failed", error=f"the grader is not available: {error}")
     except AssignmentError as error:  # found by its grading process: tests that cannot load, or sent too much

@@ -52,7 +52,8 @@ class Toy:
                 cells.append(cell)
         cells += [_code(src) for after, src in extra if after is None]
         nb["cells"] = cells
-        path = self.workdir / f"{name}.ipynb"
+        path = self.workdir / name / "toy.ipynb"  # the name its `otter.Notebook("toy.ipynb")` expects
+        path.parent.mkdir(exist_ok=True)
         path.write_text(json.dumps(nb))
         return path
 

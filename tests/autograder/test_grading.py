@@ -166,6 +166,33 @@ def test_misbehaving_function_fails_only_its_test(toy, square):
     assert sandbox_processes() == []
 
 
+@pytest.mark.parametrize(
+    ("file_name", "expected"),
+    [
+        ("toy.ipynb", {"q1": 2.0, "q2": 3.0}),  # each question as at its check
+        ("toy (1).ipynb", {"q1": 0.0, "q2": 2.0}),  # no check ran: the final state (as measured with otter run)
+        (None, {"q1": 2.0, "q2": 3.0}),  # bytes without a name: the name the notebook expects
+    ],
+)
+def test_checks_count_only_when_the_file_has_the_name_otter_run_needs(toy, file_name, expected):
+    """otter run's `otter.Notebook("toy.ipynb")` reads that file: saved under another name, it fails, the
+    notebook's `grader` is never made, and every question is graded on the state the notebook ends with."""
+    later = [(None, "square = None\ntotal = 0\n")]
+    path = toy.notebook("renamed", extra=later)
+    result = grade_submission(toy.zip, path.read_bytes(), ROOMY, file_name=file_name)
+    assert {q.name: q.score for q in result.questions} == expected
+    assert any("No such file" in e for e in result.cell_errors) == (file_name == "toy (1).ipynb")
+    renamed = path.with_name("toy-copy.ipynb")  # a path's own name counts, as for otter run's argument
+    renamed.write_bytes(path.read_bytes())
+    assert {q.name: q.score for q in grade_submission(toy.zip, renamed, ROOMY).questions} == {"q1": 0.0, "q2": 2.0}
+
+
+def test_a_notebook_that_names_no_file_has_its_checks_counted_under_any_name(toy):
+    init = [(None, "import otter\ngrader = otter.Notebook()\ngrader.check('q1')\nsquare = None\n")]
+    result = grade_submission(toy.zip, toy.notebook("unnamed", extra=init).read_bytes(), ROOMY, file_name="x.ipynb")
+    assert {q.name: q.score for q in result.questions}["q1"] == 2.0
+
+
 def test_checks_are_graded_when_the_notebook_calls_them(toy):
     # like `otter run`: grader.check("q1") records q1's result at that point; later cells
     # cannot change it

@@ -8,7 +8,8 @@ Each folder of `assignments/` is one course assignment:
 - the data files its ASSIGNMENT CONFIG lists (`files`, `autograder_files`);
 - `submissions.yml`: realistic broken submissions, each replacing the answers of some questions
   (the other answers are the solution's), optionally deleting some `grader.check` cells (a student
-  may; Otter then grades that question after the last cell) and appending cells.
+  may; Otter then grades that question after the last cell), appending cells, and saved under another
+  file name (`saved_as`; Otter's `otter.Notebook("<name>.ipynb")` then fails and no check runs).
 
 Every assignment is graded as its solution, its unanswered student notebook and each broken
 submission. The reference is stock `otter run`, run with the assignment's requirements installed
@@ -70,7 +71,7 @@ def assignment_names() -> list[str]:
 
 def broken_submissions(name: str) -> dict[str, dict]:
     """submissions.yml: name -> {description, answers: {question: source}, delete_checks: [question],
-    append: [source]}."""
+    append: [source], saved_as: file name}."""
     return _variants(name, "submissions")
 
 
@@ -173,18 +174,24 @@ def _without_seed_lines(source: str) -> str:
     return "\n".join(line for line in source.split("\n") if not line.rstrip().endswith("# SEED"))
 
 
-def reference(built: Built, notebook: nbformat.NotebookNode, workdir: Path) -> Graded:
-    """Stock `otter run` on one notebook, with the assignment's environment."""
-    run = OtterRun(notebook, workdir, built.zip, filename=f"{built.name}.ipynb", python=built.python)
+def saved_as(built: Built, name: str) -> str:
+    """The file name a submission is graded under: the assignment's notebook's, unless it says another."""
+    spec = {} if name in GIVEN else {**broken_submissions(built.name), **attacks(built.name)}[name]
+    return spec.get("saved_as", f"{built.name}.ipynb")
+
+
+def reference(built: Built, notebook: nbformat.NotebookNode, workdir: Path, filename: str) -> Graded:
+    """Stock `otter run` on one notebook saved as `filename`, with the assignment's environment."""
+    run = OtterRun(notebook, workdir, built.zip, filename=filename, python=built.python)
     scores = run.scores()
     tests = json.loads((run.out / "results.json").read_text())["tests"]
     return Graded(scores, {t["name"]: t["max_score"] for t in tests if "score" in t})
 
 
-def ours(built: Built, notebook: nbformat.NotebookNode) -> tuple[Graded, str | None]:
-    """This grader on one notebook, rounded as Otter rounds; and its error (or crash), if any."""
+def ours(built: Built, notebook: nbformat.NotebookNode, filename: str) -> tuple[Graded, str | None]:
+    """This grader on one notebook saved as `filename`, rounded as Otter rounds; and its error, if any."""
     try:
-        result = grade_submission(built.zip, nbformat.writes(notebook).encode())
+        result = grade_submission(built.zip, nbformat.writes(notebook).encode(), file_name=filename)
     except Exception as e:  # reported by the parity test as this grader's error, beside the scores
         return Graded({}, {}), f"grade_submission raised {type(e).__name__}: {e}"
     scores = {q.name: round(q.score, 5) for q in result.questions}
@@ -224,16 +231,18 @@ class Corpus:
     def _run_reference(self, case: Case) -> Graded:
         """Kept by its inputs' hash (tests/build_cache.py): an unchanged case is not run again."""
         built, notebook = self.built(case.assignment), self.notebook(case)
+        filename = saved_as(built, case.submission)
 
         def run(out: Path) -> None:
-            graded = reference(built, notebook, out / "otter-run")
+            graded = reference(built, notebook, out / "otter-run", filename)
             (out / "graded.json").write_text(json.dumps(dataclasses.asdict(graded)))
 
-        digest = key(built.zip, nbformat.writes(notebook), built.python, "otter run")
+        digest = key(built.zip, nbformat.writes(notebook), built.python, "otter run", filename)
         return Graded(**json.loads((cached("otter-run", digest, run) / "graded.json").read_text()))
 
     def ours(self, case: Case) -> tuple[Graded, str | None]:
-        return ours(self.built(case.assignment), self.notebook(case))
+        built = self.built(case.assignment)
+        return ours(built, self.notebook(case), saved_as(built, case.submission))
 
     def close(self) -> None:
         self._pool.shutdown(cancel_futures=True)
