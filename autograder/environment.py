@@ -7,9 +7,10 @@ what the grader does not already have:
 
 - The grader provides Python, pip, Jupyter and Otter itself (GRADER_PROVIDED): those entries are
   ignored whatever version the zip asks for; notebooks always run on the grader's own.
-- A pip requirement the grader's own environment already satisfies is dropped, and so is a conda
-  dependency that names a package the grader has. Any other conda dependency is refused: packages
-  come from PyPI only, and a conda name may belong to another project on PyPI.
+- A pip requirement the grader's own environment already satisfies is dropped. A conda dependency that
+  names a package the grader has counts as that pip requirement (`numpy=1.26` as `numpy==1.26.*`: a pinned
+  version is installed, as the assignment's own environment would have it). Any other conda dependency is
+  refused: packages come from PyPI only, and a conda name may belong to another project on PyPI.
 
 `prepare` turns the rest into an Environment. Nothing left means the grader's own environment (no
 build, no cost). Otherwise a virtual environment is made with the grader's interpreter and a `.pth`
@@ -207,7 +208,7 @@ def _only_grader_provided(environment_yml: str) -> bool:
 
 
 def _environment_yml_pip(text: str) -> list[str]:
-    """The pip section of a conda environment file; conda dependencies must be the grader's own."""
+    """The pip section of a conda environment file, and the conda dependencies it pins (see _conda_as_pip)."""
     from .safe_yaml import load_yaml  # only read when needed: it imports a YAML parser
 
     try:
@@ -221,27 +222,36 @@ def _environment_yml_pip(text: str) -> list[str]:
     for dependency in dependencies:
         if isinstance(dependency, dict):
             pip += [str(line) for line in dependency.get("pip") or []]
-        else:
-            _check_conda_dependency(str(dependency))
+        elif (pinned := _conda_as_pip(str(dependency))) is not None:
+            pip.append(pinned)
     return pip
 
 
-def _check_conda_dependency(spec: str) -> None:
-    """Accept a conda dependency only if the grader provides or already has that package."""
+def _conda_as_pip(spec: str) -> str | None:
+    """A conda dependency as the pip requirement to install, or None when the grader has what it asks.
+
+    Only a package the grader itself has is accepted: its name is then known to be that project on PyPI
+    (the grader installed it from there), so a version the grader does not have (`numpy=1.26`: a course
+    whose tests print `True` where NumPy 2 prints `np.True_`) is installed from PyPI, as `otter run` in
+    that environment would run it. Any other conda name may belong to another project on PyPI: refused."""
+    import importlib.metadata
+
     match = re.fullmatch(r"(?:[\w.-]+::)?([A-Za-z0-9_.-]+)\s*(.*)", spec.strip())
     name = canonicalize_name(match.group(1)) if match else spec
     if name in GRADER_PROVIDED:
-        return
+        return None
     version = _conda_version(match.group(2)) if match else None
-    from packaging.requirements import Requirement
-
-    if version is not None and _provided_or_satisfied(Requirement(f"{name}{version}")):
-        return
-    raise EnvironmentBuildError(
-        f"environment.yml lists the conda package '{spec}', which the grader's own environment does not "
-        "provide: the grader installs packages from PyPI only. If the package is on PyPI under that name, "
-        "list it under `- pip:` in environment.yml (or in requirements.txt) and rebuild the assignment."
-    )
+    try:
+        importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    if version is None:
+        raise EnvironmentBuildError(
+            f"environment.yml lists the conda package '{spec}', which the grader's own environment does not "
+            "provide: the grader installs packages from PyPI only. If the package is on PyPI under that name, "
+            "list it under `- pip:` in environment.yml (or in requirements.txt) and rebuild the assignment."
+        )
+    return f"{name}{version}"
 
 
 def _conda_version(constraint: str) -> str | None:
@@ -348,6 +358,21 @@ def _base_fingerprint() -> dict:
 
 def _base_site() -> list[str]:
     return list(dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib")))
+
+
+def versions_used(requirements: Requirements, cache_dir: Path | None = None) -> dict[str, str]:
+    """The version of each package the assignment asks for beyond the grader's, as its boxes import it
+    (its environment's own copy): what the staff view says ran. Empty when it asks for nothing more."""
+    import importlib.metadata
+
+    environment = lookup(requirements, cache_dir)
+    if not requirements or environment is None:
+        return {}
+    site = sysconfig.get_path("purelib", vars={"base": environment.paths[0], "platbase": environment.paths[0]})
+    dists = importlib.metadata.distributions(path=[site])
+    installed = {canonicalize_name(d.metadata["Name"]): d.version for d in dists}
+    names = [_normalised(line).name for line in requirements.pip]
+    return {name: installed[name] for name in names if name in installed}
 
 
 def lookup(requirements: Requirements, cache_dir: Path | None = None) -> Environment | None:

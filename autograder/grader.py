@@ -14,7 +14,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from .assignment import load_assignment
+from .assignment import Assignment, load_assignment
 from .box import manifest_of, started_box
 from .manifest import Manifest
 from .notebook import MAX_FILE_NAME, InvalidSubmission, load_cells, read_notebook
@@ -65,10 +65,18 @@ def grade_submission(
             box.close()
         if options.prestart:
             warm_pool(assignment, limits, options.prestart).learn(box.modules)
-        return replace(result, submission=label)
+        return replace(result, submission=label, packages=_packages(assignment))
     finally:
         if early is not None:
             early.close()
+
+
+def _packages(assignment: Assignment) -> dict[str, str]:
+    if not assignment.requirements:
+        return {}
+    from .environment import versions_used  # only assignments with packages pay for it
+
+    return versions_used(assignment.requirements)
 
 
 def submission_name(notebook: bytes | str | os.PathLike[str], file_name: str | None) -> str | None:

@@ -52,6 +52,8 @@ class GradeResult:
     """True when `error` is about the submission itself (CLI exit status 2)"""
     usage: dict[str, float] = field(default_factory=dict)
     """what the sandboxes used: peak_memory_mb (the most at once), cpu_seconds, restarts (staff view only)"""
+    packages: dict[str, str] = field(default_factory=dict)
+    """the versions that ran of the packages the assignment asks for beyond the grader's (staff view only)"""
 
     @property
     def score(self) -> float:
@@ -68,4 +70,5 @@ class GradeResult:
         if not student_view:
             out["cell_errors"] = list(self.cell_errors)
             out["usage"] = dict(self.usage)
+            out["packages"] = dict(self.packages)
         return out

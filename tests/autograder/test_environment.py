@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder import environment
+from autograder import environment, grade_submission
 from autograder.environment import (
     GRADER_OWN,
     PIP_LIMITS,
@@ -199,6 +199,45 @@ def _uid(proc: Path) -> int | None:
 def test_conda_only_dependency_is_a_clear_error():
     with pytest.raises(EnvironmentBuildError, match=r"conda package 'r-base=4\.3'.*PyPI only.*- pip:"):
         requirements_of(autograder_zip(conda=["r-base=4.3"]))
+
+
+def test_a_conda_pin_of_a_package_the_grader_has_is_installed_from_pypi():
+    """`numpy=1.26` in environment.yml is the version the assignment's own environment runs (a course's
+    doctests print `True` under it, `np.True_` under NumPy 2): numpy's name is known to be numpy on PyPI."""
+    assert requirements_of(autograder_zip(conda=["numpy=1.26", "pandas>=2"])) == Requirements(("numpy==1.26.*",))
+    assert requirements_of(autograder_zip(conda=["conda-forge::numpy 1.26.4 py311_0"])) == Requirements(
+        ("numpy==1.26.4",)
+    )
+
+
+PRINTS_TRUE = """from otter.test_files import test_case
+OK_FORMAT = False
+name = "printed"
+points = 1
+@test_case(points=1, hidden=False)
+def test_printed_as_true(flag):
+    assert repr(flag) == "True", repr(flag)
+"""
+
+
+def test_the_tests_and_the_notebook_run_with_the_assignments_pinned_numpy(toy, tmp_path):
+    """A test that compares what a value prints passes as under otter run in the assignment's environment,
+    and the staff view says which version ran (built once per machine, in the default place, as in use)."""
+    pinned = tmp_path / "pinned.zip"
+    environment_yml = yaml.safe_dump({"dependencies": ["python=3.11", "pip", "numpy=1.26", {"pip": ["otter-grader"]}]})
+    with zipfile.ZipFile(toy.zip) as source, zipfile.ZipFile(pinned, "w") as target:
+        for info in source.infolist():
+            if info.filename != "environment.yml":
+                target.writestr(info, source.read(info))
+        target.writestr("environment.yml", environment_yml)
+        target.writestr("tests/printed.py", PRINTS_TRUE)
+    notebook = toy.notebook("pinned", extra=[(None, "flag = np.bool_(True)\n")])
+    result = grade_submission(pinned, notebook)
+    (printed,) = [q for q in result.questions if q.name == "printed"]
+    assert printed.score == 1.0, printed.tests[0].message  # 'np.True_' under the grader's own NumPy 2
+    assert result.score == result.max_score
+    assert result.to_dict()["packages"]["numpy"].startswith("1.26.")
+    assert "packages" not in result.to_dict(student_view=True)
 
 
 @pytest.mark.parametrize(

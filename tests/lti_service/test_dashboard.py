@@ -55,6 +55,7 @@ def test_staff_view_of_an_attempt_and_its_notebook(lms):
     page = lms.open("instructor-turing", "dash-detail")
     detail = page.session.get(f"{page.url}/staff/attempts/{attempt['id']}")
     assert detail.status_code == 200 and "hidden" in detail.text and "each call to next_token" in detail.text
+    assert "asks for no package beyond the grader's own" in detail.text.replace("&#39;", "'")  # which versions ran
     assert page.session.get(f"{page.url}/staff/attempts/{attempt['id']}/notebook").content == data
 
 
