@@ -52,7 +52,7 @@ def _prepare(zip_path: str) -> int:
     reports.setLevel(logging.INFO)
     reports.addHandler(logging.StreamHandler(sys.stdout))
     try:
-        prepare(requirements_of(zip_path))
+        prepare(requirements_of(zip_path), progress=lambda text: print(text, file=sys.stderr))
     except EnvironmentBuildError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_GRADER_ERROR

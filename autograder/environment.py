@@ -50,14 +50,14 @@ import sys
 import sysconfig
 import time
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .options import GradeOptions
 from .sandbox import SandboxUnavailable, find_bwrap
-from .sandbox.builds import OutputTooLarge, run_in_cgroup
+from .sandbox.builds import OutputTooLarge, Watch, run_in_cgroup
 from .sandbox.cgroups import CgroupUnavailable, SandboxCgroup
 from .sandbox.cgroups import Limits as CgroupLimits
 
@@ -86,6 +86,12 @@ GRADER_PROVIDED = frozenset(
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 BUILD_TIMEOUT = 900.0
+MAX_ENV_MB = 16 * 1024
+"""disk an environment may take while it is built, downloads included (GRADER_ENV_MAX_MB): machine learning
+packages are large (torch with its CUDA libraries about 5 GB, CPU-only about 1 GB; tensorflow about 2 GB)"""
+BUILD_TMP = ".build-tmp"
+"""pip's temporary folder, inside the environment being built: on disk, where the budget counts it (a /tmp of
+the build's own is memory, and a wheel of a gigabyte would not fit the build's memory limit)"""
 READY_FILE = "environment.json"
 BASE_PTH = "_decode_grader_base.pth"
 ETC_FOR_PIP = (
@@ -384,8 +390,11 @@ def lookup(requirements: Requirements, cache_dir: Path | None = None) -> Environ
     return _environment(key, target) if (target / READY_FILE).exists() else None
 
 
-def prepare(requirements: Requirements, cache_dir: Path | None = None) -> Environment:
-    """The environment for these requirements, built first if missing (once, under a lock)."""
+def prepare(
+    requirements: Requirements, cache_dir: Path | None = None, progress: Callable[[str], None] | None = None
+) -> Environment:
+    """The environment for these requirements, built first if missing (once, under a lock). `progress` hears,
+    every few seconds of a build, what pip is doing and how much disk it has taken (for staff to see)."""
     if not requirements:
         log.info("nothing to install: the grader's own environment")
         return GRADER_OWN
@@ -397,7 +406,7 @@ def prepare(requirements: Requirements, cache_dir: Path | None = None) -> Enviro
         with _locked(cache_dir / f"{key}.lock"):
             if not (target / READY_FILE).exists():  # nobody built it while we waited for the lock
                 started = time.monotonic()
-                _build(requirements, target)
+                _build(requirements, target, progress or (lambda text: None))
                 elapsed = time.monotonic() - started
                 log.info("built environment %s (%s) at %s in %.1f s", key, requirements, target, elapsed)
                 return _environment(key, target)
@@ -424,8 +433,9 @@ class _locked:
         os.close(self.fd)  # closing the file drops the lock
 
 
-def _build(requirements: Requirements, target: Path) -> None:
-    """Make the environment at `target` (removing a previous, unfinished attempt) and mark it ready."""
+def _build(requirements: Requirements, target: Path, progress: Callable[[str], None]) -> None:
+    """Make the environment at `target` (removing a previous, unfinished attempt) and mark it ready; a
+    failed attempt is removed (it may hold gigabytes)."""
     if os.geteuid() != 0:
         raise EnvironmentBuildError(
             "building an assignment's environment needs root (pip runs in bubblewrap as an unprivileged uid), "
@@ -436,13 +446,17 @@ def _build(requirements: Requirements, target: Path) -> None:
     site_packages = Path(sysconfig.get_path("purelib", vars={"base": str(target), "platbase": str(target)}))
     lines = [f"import site; site.addsitedir({path!r})" for path in _base_site()]
     (site_packages / BASE_PTH).write_text("\n".join(lines) + "\n")
+    (target / BUILD_TMP).mkdir()
     builder = _build_uid()
     _chown_tree(target, builder)
     try:
-        _run_pip(requirements, target, builder)
-    finally:
-        _chown_tree(target, 0)
-        _chmod_tree_read_only(target)
+        _run_pip(requirements, target, builder, progress)
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)
+        raise
+    shutil.rmtree(target / BUILD_TMP)
+    _chown_tree(target, 0)
+    _chmod_tree_read_only(target)
     ready = {"requirements": list(requirements.pip), "base": _base_fingerprint(), "built": time.time()}
     (target / READY_FILE).write_text(json.dumps(ready, indent=1))
 
@@ -470,15 +484,21 @@ def _walk(root: Path) -> Iterable[Path]:
         yield from (Path(folder, name) for name in (*dirs, *files))
 
 
-def _run_pip(requirements: Requirements, target: Path, uid: int) -> None:
-    """pip install, confined in bubblewrap, with a timeout; a failure becomes a clear error."""
+def _run_pip(requirements: Requirements, target: Path, uid: int, progress: Callable[[str], None]) -> None:
+    """pip install, confined in bubblewrap, within a time and a disk budget; a failure becomes a clear error.
+    The index is the operator's choice (GRADER_PIP_INDEX_URL, and GRADER_PIP_EXTRA_INDEX_URL for one they
+    trust beside it, such as a CPU-only index of torch), never the zip's."""
     index = os.environ.get("GRADER_PIP_INDEX_URL", DEFAULT_INDEX)
+    extra = os.environ.get("GRADER_PIP_EXTRA_INDEX_URL", "").split()
     timeout = float(os.environ.get("GRADER_ENV_BUILD_TIMEOUT", BUILD_TIMEOUT))
+    budget = _BuildWatch(target, float(os.environ.get("GRADER_ENV_MAX_MB", MAX_ENV_MB)), progress)
     pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--isolated", "--no-cache-dir"]
     pip += ["--only-binary=:all:", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"]
-    pip += ["--no-warn-script-location", "--index-url", index, *requirements.pip]
+    pip += ["--no-warn-script-location", "--index-url", index]
+    pip += [option for url in extra for option in ("--extra-index-url", url)]
     try:
-        process = _confined(pip, target, uid, timeout)
+        process = _confined([*pip, *requirements.pip], target, uid, timeout, budget)
+        budget(process.stdout)  # once more at the end: a build quicker than a look counts too
     except OutputTooLarge as e:
         raise EnvironmentBuildError(f"installing {requirements} stopped: pip {e}") from None
     except subprocess.TimeoutExpired:
@@ -486,21 +506,64 @@ def _run_pip(requirements: Requirements, target: Path, uid: int) -> None:
             f"installing {requirements} took longer than {timeout:g} s (GRADER_ENV_BUILD_TIMEOUT): "
             "check the network, or raise the limit for large packages, and prepare again"
         ) from None
+    except OverBudget as e:
+        raise EnvironmentBuildError(
+            f"installing {requirements} stopped: it took {e.used_mb:.0f} MB of disk, more than the "
+            f"{budget.max_mb:g} MB an environment may take (GRADER_ENV_MAX_MB). Packages built for GPUs are "
+            "the largest: the operator may offer a CPU-only index (GRADER_PIP_EXTRA_INDEX_URL) or raise the "
+            "limit; then prepare again"
+        ) from None
     if process.returncode != 0:
         output = (process.stdout + process.stderr).decode("utf-8", "replace")
         raise EnvironmentBuildError(_pip_failure(requirements, index, output))
 
 
-def _confined(command: list[str], target: Path, uid: int, timeout: float) -> subprocess.CompletedProcess[bytes]:
+class OverBudget(Exception):
+    def __init__(self, used_mb: float) -> None:
+        self.used_mb = used_mb
+
+
+class _BuildWatch:
+    """Looks at a build every few seconds (sandbox/builds.py): the disk it has taken, which past `max_mb`
+    stops it (OverBudget), and what pip says it is doing, for `progress`."""
+
+    def __init__(self, target: Path, max_mb: float, progress: Callable[[str], None]) -> None:
+        self.target, self.max_mb, self.progress = target, max_mb, progress
+
+    def __call__(self, stdout: bytes) -> None:
+        used_mb = _disk_bytes(self.target) / 2**20
+        if used_mb > self.max_mb:
+            raise OverBudget(used_mb)
+        steps = re.findall(rb"^(?:Collecting|Downloading|Installing collected packages:) [^\n]{0,200}", stdout, re.M)
+        doing = steps[-1].decode("utf-8", "replace") if steps else "starting pip"
+        self.progress(f"installing its packages: {doing} ({used_mb:.0f} MB on disk so far)")
+
+
+def _disk_bytes(root: Path) -> int:
+    """The disk a folder takes (blocks, not sizes: what fills the disk), read without following links."""
+    total = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+            except OSError:  # removed while pip works
+                pass
+    return total
+
+
+def _confined(
+    command: list[str], target: Path, uid: int, timeout: float, watch: Watch | None = None
+) -> subprocess.CompletedProcess[bytes]:
     """Run `command` as pip runs: in bubblewrap as `uid`, `target` its only writable folder (_bwrap_argv), in a
-    cgroup of its own (PIP_LIMITS) whose processes are all killed at `timeout` (subprocess.TimeoutExpired)."""
+    cgroup of its own (PIP_LIMITS) whose processes are all killed at `timeout` (subprocess.TimeoutExpired) or
+    when `watch` raises."""
     argv = [*_bwrap_argv(target, uid), *command]
     try:
         cgroup = SandboxCgroup.create(f"env-{target.name}", PIP_LIMITS)  # one build per environment at a time
     except CgroupUnavailable as e:
         raise EnvironmentBuildError(str(e)) from None
     try:
-        return run_in_cgroup(cgroup, argv, timeout, MAX_PIP_OUTPUT)
+        return run_in_cgroup(cgroup, argv, timeout, MAX_PIP_OUTPUT, watch)
     finally:
         cgroup.remove()
 
@@ -509,7 +572,9 @@ def _pip_failure(requirements: Requirements, index: str, output: str) -> str:
     """What went wrong, in words, with the end of pip's own output."""
     tail = "\n".join(output.strip().splitlines()[-12:])
     missing = re.search(r"No matching distribution found for (\S+)", output)
-    if any(sign in output for sign in NETWORK_ERRORS):
+    if "No space left on device" in output:
+        reason = "the disk that holds the environments (GRADER_ENV_DIR) is full: free some space or move them"
+    elif any(sign in output for sign in NETWORK_ERRORS):
         reason = f"cannot reach the package index {index}: check this machine's network (or GRADER_PIP_INDEX_URL)"
     elif missing:
         reason = (
@@ -535,7 +600,7 @@ def _bwrap_argv(target: Path, uid: int) -> list[str]:
         bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
         "--die-with-parent", "--new-session", "--clearenv",
         "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8",
-        "--setenv", "PYTHONNOUSERSITE", "1",
+        "--setenv", "PYTHONNOUSERSITE", "1", "--setenv", "TMPDIR", str(target / BUILD_TMP),
         "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
         "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
         "--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/etc/ssl",  # bwrap would make it 0700

@@ -9,6 +9,7 @@ import os
 import selectors
 import subprocess
 import time
+from collections.abc import Callable
 
 from .bwrap import JOIN_CGROUP
 from .cgroups import SandboxCgroup
@@ -21,12 +22,19 @@ class OutputTooLarge(RuntimeError):
     """A build command wrote more to stdout than its caller takes; it has been killed. str() says how much."""
 
 
+Watch = Callable[[bytes], None]
+"""Called with the stdout so far every WATCH_EVERY seconds while a build runs (progress, a disk budget); an
+exception it raises stops the build (every process of the cgroup killed) and propagates."""
+WATCH_EVERY = 2.0
+
+
 def run_in_cgroup(
-    cgroup: SandboxCgroup, argv: list[str], timeout: float, max_stdout: int
+    cgroup: SandboxCgroup, argv: list[str], timeout: float, max_stdout: int, watch: Watch | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     """Run `argv` (bwrap and what it confines) in `cgroup`, collecting stdout (at most `max_stdout` bytes:
-    OutputTooLarge past them) and the end of stderr (STDERR_TAIL bytes). At `timeout`, or past `max_stdout`,
-    kill every process in the cgroup and raise subprocess.TimeoutExpired or OutputTooLarge."""
+    OutputTooLarge past them) and the end of stderr (STDERR_TAIL bytes). At `timeout`, past `max_stdout`, or
+    when `watch` raises, kill every process in the cgroup and raise subprocess.TimeoutExpired, OutputTooLarge
+    or what `watch` raised."""
     process = subprocess.Popen(
         ["/bin/sh", "-c", JOIN_CGROUP, "sh", *map(str, cgroup.procs_files), "--", *argv],
         stdin=subprocess.DEVNULL,
@@ -35,9 +43,9 @@ def run_in_cgroup(
     )
     deadline = time.monotonic() + timeout
     try:
-        stdout, stderr = _collect(process, deadline, timeout, max_stdout)
+        stdout, stderr = _collect(process, deadline, timeout, max_stdout, watch)
         process.wait(max(0.0, deadline - time.monotonic()))
-    except (subprocess.TimeoutExpired, OutputTooLarge):
+    except BaseException:
         process.kill()  # not yet in the cgroup if it has only just started
         cgroup.kill()
         process.wait()
@@ -50,19 +58,24 @@ def run_in_cgroup(
 
 
 def _collect(
-    process: subprocess.Popen[bytes], deadline: float, timeout: float, max_stdout: int
+    process: subprocess.Popen[bytes], deadline: float, timeout: float, max_stdout: int, watch: Watch | None
 ) -> tuple[bytearray, bytearray]:
     """Read both pipes until they end (every process holding them gone), within the bounds above."""
     assert process.stdout is not None and process.stderr is not None
     stdout, stderr = bytearray(), bytearray()
+    watched = time.monotonic()
     with selectors.DefaultSelector() as selector:
         selector.register(process.stdout, selectors.EVENT_READ, stdout)
         selector.register(process.stderr, selectors.EVENT_READ, stderr)
         while selector.get_map():
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 raise subprocess.TimeoutExpired(process.args, timeout)
-            for key, _ in selector.select(left):
+            if watch is not None and now - watched >= WATCH_EVERY:
+                watch(bytes(stdout))
+                watched = now
+            for key, _ in selector.select(min(left, WATCH_EVERY) if watch else left):
                 chunk = os.read(key.fd, READ_CHUNK)
                 if not chunk:
                     selector.unregister(key.fileobj)

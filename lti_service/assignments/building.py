@@ -266,7 +266,7 @@ def _environment(zip_path: Path, progress: Progress) -> str:
             return f"ready (installed before): {requirements}"
         progress(f"installing its packages from PyPI: {requirements} (this can take minutes)")
         started = time.monotonic()
-        prepare(requirements)
+        prepare(requirements, progress=progress)  # what pip is doing and the disk taken, every few seconds
     except EnvironmentBuildError as error:
         raise BuildError(f"its packages cannot be installed: {error}") from None
     return f"installed in {time.monotonic() - started:.0f} s: {requirements}"

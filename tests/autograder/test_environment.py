@@ -316,7 +316,7 @@ def test_pip_runs_in_a_cgroup_of_its_own_and_sees_no_secret(tmp_path, monkeypatc
     assert probe["uid"] == builder
     assert probe["certificates"] == os.path.exists(ssl.get_default_verify_paths().openssl_cafile)  # TLS to the index
     proxies = {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"}
-    assert set(probe["environment"]) <= {"HOME", "LANG", "PATH", "PWD", "PYTHONNOUSERSITE", *proxies}
+    assert set(probe["environment"]) <= {"HOME", "LANG", "PATH", "PWD", "PYTHONNOUSERSITE", "TMPDIR", *proxies}
     assert probe["cgroups"] == ["/"]  # a cgroup namespace rooted at its own cgroup
     python = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *environment._base_site())}
     etc = {f"/etc/{name}" for name in environment.ETC_FOR_PIP}
