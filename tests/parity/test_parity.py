@@ -25,6 +25,7 @@ from tests.parity.harness import (
     build,
     cases,
     reference,
+    saved_as,
     submission,
 )
 
@@ -97,5 +98,5 @@ def test_hostile_notebooks_fool_stock_otter_run(name, parity, tmp_path):
     """A deliberate difference: otter run runs the tests where the student's code runs, so these
     wrong answers get more than they deserve there; this grader must give `expected_score`."""
     built = parity.built("gradebook")
-    fooled = reference(built, submission(built, name), tmp_path)
+    fooled = reference(built, submission(built, name), tmp_path, saved_as(built, name))
     assert sum(fooled.scores.values()) > AttackTarget(built).attacks()[name][1]
