@@ -34,7 +34,7 @@ START = (
 START_TIMEOUT = 60.0  # seconds a grading process may take to load its tests and prepare its sandbox
 SLACK = 5.0  # seconds a grading process may take beyond its grading's own limit (imports, the outcome)
 ZYGOTE_PRELOAD = ("numpy", "pandas")  # what most assignments' values come in, imported once per zygote
-SENT_LIMITS = ("cell_timeout", "test_timeout", "total_timeout", "grace", "max_restarts")
+SENT_LIMITS = ("cell_timeout", "test_timeout", "total_timeout", "grace", "max_restarts", "value_mb")
 
 
 class GradingBox:

@@ -74,6 +74,7 @@ def start_ready(
 ) -> Ready:
     """Prepare a started sandbox for the assignment (nothing of any student's in it yet)."""
     channel = Channel(sandbox.read_fd, sandbox.write_fd, sandbox.terminate, limits.grace, limits.test_timeout, deadline)
+    channel.budget = int(limits.value_mb * 1024 * 1024)  # of one value, either way
     Values(channel)  # encodes the setup requests' arguments
     try:
         channel.hello(STARTUP_TIMEOUT)
@@ -81,6 +82,7 @@ def start_ready(
         sandbox.close()
         raise SandboxUnavailable(f"the sandbox did not start ({e}): {sandbox.output()[-500:]}") from None
     try:
+        _operation(channel, "budget", {"value_bytes": channel.budget})  # the sandbox sends no more, it says why
         for op, args in _setup(assignment, preload):
             _operation(channel, op, args)
     except SandboxFailure:

@@ -31,6 +31,10 @@ class Limits:
     """cores the sandbox may keep busy at once"""
     tmp_mb: int = 256
     """size of the sandbox's only writable directory, /tmp (the support files are copied there)"""
+    value_mb: int = 1024
+    """raw data of one value crossing between student code and the tests (an array's bytes, a DataFrame's
+    columns): a larger one stays in the sandbox and fails the tests that use it, saying so. The grading
+    process holds it twice while rebuilding it, so memory_mb should be over twice this to use all of it."""
     grace: float = 1.0
     """seconds the sandbox gets to answer after its own soft timeout before it is killed"""
     max_restarts: int = 3
@@ -45,7 +49,8 @@ class Limits:
         """Validated "grading_limits" of an otter_config.json (ValueError says what is wrong)."""
         if config is None:
             return {}
-        allowed = {"cell_timeout", "test_timeout", "total_timeout", "memory_mb", "max_processes", "cpus", "tmp_mb"}
+        allowed = {"cell_timeout", "test_timeout", "total_timeout", "memory_mb", "max_processes", "cpus", "tmp_mb",
+                   "value_mb"}  # fmt: skip
         if not isinstance(config, dict) or not set(config) <= allowed:
             raise ValueError(f"grading_limits must be an object with keys among {', '.join(sorted(allowed))}")
         for name, value in config.items():
@@ -63,6 +68,7 @@ class GradeOptions:
     total_timeout: float | None = None
     memory_mb: int | None = None
     max_processes: int | None = None
+    value_mb: int | None = None
     grace: float | None = None
     max_restarts: int | None = None
     bwrap: str | None = None

@@ -1,17 +1,19 @@
 """The trusted side of the conversation with a sandbox: framing, deadlines, nested requests.
 
 A message is 8 bytes (JSON length, blob length), the JSON, then raw bytes the JSON points into (see
-inside/codec.py). Both lengths are checked against fixed caps before anything is allocated; every read and
-every write waits at most until the current deadline (the sandbox may stop reading or writing at any
+inside/codec.py). Both lengths are checked against fixed caps before anything is allocated; a message with more
+raw bytes than one frame holds comes split (inside/wire.py), its total checked against the budget for one value
+(Limits.value_mb) before any of it is read, then read straight into one buffer, frame by checked frame. Every
+read and every write waits at most until the current deadline (the sandbox may stop reading or writing at any
 moment), and a failure kills the sandbox. Values are turned into objects by values.py.
 """
 
 from __future__ import annotations
 
 import builtins
+import mmap
 import os
 import select
-import struct
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -20,9 +22,9 @@ from typing import Any
 
 from .inside import wire
 
-FRAME = struct.Struct(">II")
-MAX_JSON = 8 * 1024 * 1024
-MAX_BLOBS = 64 * 1024 * 1024
+FRAME = wire.FRAME
+MAX_JSON = wire.MAX_FRAME_JSON
+MAX_BLOBS = wire.MAX_FRAME_BLOBS
 READ_CHUNK = 1 << 20
 
 
@@ -32,6 +34,14 @@ def ready(fd: int, events: int, timeout: float) -> bool:
     poller = select.poll()
     poller.register(fd, events)
     return bool(poller.poll(max(0.0, timeout) * 1000))
+
+
+def _buffer(size: int) -> memoryview:
+    """Room for a message's raw bytes. A large one is mapped, not filled: memory is taken as its bytes arrive,
+    so a sandbox that announces a size and sends nothing has made the grader hold nothing."""
+    if size < READ_CHUNK:
+        return memoryview(bytearray(size))
+    return memoryview(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS))
 
 
 class SandboxFailure(Exception):
@@ -51,7 +61,8 @@ class Channel:
 
     `serve` answers the sandbox's own requests (a call of a test's function, a check); `encode` turns
     request arguments into message values, `decode` a request's reply into its value (values.py). All
-    three are set by the owner.
+    three are set by the owner, and `budget`: the most raw bytes one message may bring, either way
+    (Limits.value_mb; the sandbox is told it as it starts, grading.start_ready).
     """
 
     def __init__(
@@ -64,6 +75,7 @@ class Channel:
         overall_deadline: float,
     ) -> None:
         self._read_fd, self._write_fd = read_fd, write_fd
+        self.budget = MAX_BLOBS
         os.set_blocking(write_fd, False)
         self._kill, self._grace = kill, grace
         self.test_timeout = test_timeout
@@ -86,29 +98,32 @@ class Channel:
         return exc
 
     # -- framing ---------------------------------------------------------------------
-    def _send(self, msg: dict[str, Any], blobs: list[bytes], deadline: float) -> None:
-        data = wire.dumps(msg)
-        view = memoryview(b"".join([FRAME.pack(len(data), sum(len(b) for b in blobs)), data, *blobs]))
-        while view:
-            try:  # the pipe has room almost always: write first, wait (bounded) only when it is full
-                view = view[os.write(self._write_fd, view[:READ_CHUNK]) :]
-                continue
-            except BlockingIOError:
-                pass
-            except OSError as e:
-                raise self.fail(SandboxFailure(f"student code crashed the sandbox ({e})")) from None
-            wait = min(deadline, self.overall_deadline) - time.monotonic()
-            if wait <= 0 or not ready(self._write_fd, select.POLLOUT, wait):
-                raise self.fail(StudentTimeout("the sandbox stopped reading the grader's requests"))
+    def _send(self, msg: dict[str, Any], blobs: list[memoryview], deadline: float) -> None:
+        for piece in wire.frames(msg, blobs, sum(memoryview(b).nbytes for b in blobs)):
+            view = memoryview(piece)
+            while view:
+                try:  # the pipe has room almost always: write first, wait (bounded) only when it is full
+                    view = view[os.write(self._write_fd, view[:READ_CHUNK]) :]
+                    continue
+                except BlockingIOError:
+                    pass
+                except OSError as e:
+                    raise self.fail(SandboxFailure(f"student code crashed the sandbox ({e})")) from None
+                wait = min(deadline, self.overall_deadline) - time.monotonic()
+                if wait <= 0 or not ready(self._write_fd, select.POLLOUT, wait):
+                    raise self.fail(StudentTimeout("the sandbox stopped reading the grader's requests"))
+
+    def _wait_readable(self, deadline: float, timeout: float) -> None:
+        wait = min(deadline, self.overall_deadline) - time.monotonic()
+        if wait <= 0 or not ready(self._read_fd, select.POLLIN, wait):
+            if time.monotonic() >= self.overall_deadline:
+                raise self.fail(StudentTimeout("grading exceeded its overall time limit"))
+            raise self.fail(StudentTimeout(f"student code did not finish within {timeout:g} s"))
 
     def _fill(self, size: int, deadline: float, timeout: float) -> None:
         """Read until the buffer holds `size` bytes (reading ahead is fine on this side)."""
         while len(self._buffer) < size:
-            wait = min(deadline, self.overall_deadline) - time.monotonic()
-            if wait <= 0 or not ready(self._read_fd, select.POLLIN, wait):
-                if time.monotonic() >= self.overall_deadline:
-                    raise self.fail(StudentTimeout("grading exceeded its overall time limit"))
-                raise self.fail(StudentTimeout(f"student code did not finish within {timeout:g} s"))
+            self._wait_readable(deadline, timeout)
             try:
                 chunk = os.read(self._read_fd, max(size - len(self._buffer), READ_CHUNK))
             except OSError as e:
@@ -116,6 +131,22 @@ class Channel:
             if not chunk:
                 raise self.fail(SandboxFailure("student code crashed the sandbox (it exited)"))
             self._buffer += chunk
+
+    def _fill_into(self, target: memoryview, deadline: float, timeout: float) -> None:
+        """Fill `target` with the next bytes: those read ahead, then straight from the pipe (no copy)."""
+        ahead = min(len(self._buffer), len(target))
+        target[:ahead] = self._buffer[:ahead]
+        del self._buffer[:ahead]
+        target = target[ahead:]
+        while target:
+            self._wait_readable(deadline, timeout)
+            try:
+                count = os.readv(self._read_fd, [target])
+            except OSError as e:
+                raise self.fail(SandboxFailure(f"student code crashed the sandbox ({e})")) from None
+            if not count:
+                raise self.fail(SandboxFailure("student code crashed the sandbox (it exited)"))
+            target = target[count:]
 
     def _take(self, size: int) -> bytearray:
         taken = self._buffer[:size]
@@ -125,18 +156,42 @@ class Channel:
     def _recv(self, deadline: float, timeout: float) -> tuple[dict[str, Any], memoryview]:
         self._fill(FRAME.size, deadline, timeout)
         json_len, blob_len = FRAME.unpack(self._buffer[: FRAME.size])
-        if json_len > MAX_JSON or blob_len > MAX_BLOBS:
+        if json_len > MAX_JSON or blob_len > min(MAX_BLOBS, self.budget):
             raise self.fail(ProtocolError("the sandbox sent an oversized message"))
-        self._fill(FRAME.size + json_len + blob_len, deadline, timeout)
+        self._fill(FRAME.size + json_len, deadline, timeout)
         del self._buffer[: FRAME.size]
-        data, blob = self._take(json_len), memoryview(self._take(blob_len))
+        data, blob = self._take(json_len), _buffer(blob_len)
+        self._fill_into(blob, deadline, timeout)
         try:
             msg = wire.loads(data)
         except (ValueError, RecursionError):
             raise self.fail(ProtocolError("the sandbox sent malformed data")) from None
         if not isinstance(msg, dict):
             raise self.fail(ProtocolError("the sandbox sent malformed data"))
+        if wire.SPLIT in msg:
+            blob = self._recv_split(msg.pop(wire.SPLIT), blob_len, deadline, timeout)
         return msg, blob
+
+    def _recv_split(self, size: Any, first_blob_len: int, deadline: float, timeout: float) -> memoryview:
+        """The raw bytes of a split message: its announced size checked against the budget before any is
+        allocated, then read into one buffer frame by frame, each frame checked (raw bytes only, no more than
+        announced: another message inside it is a protocol violation)."""
+        if type(size) is not int or first_blob_len or not MAX_BLOBS < size:
+            raise self.fail(ProtocolError("the sandbox split a message wrongly"))
+        if size > self.budget:
+            raise self.fail(ProtocolError("the sandbox announced a value larger than the grader's budget"))
+        buffer = _buffer(size)
+        done = 0
+        while done < size:
+            self._fill(FRAME.size, deadline, timeout)
+            json_len, length = FRAME.unpack(self._take(FRAME.size))
+            if json_len:
+                raise self.fail(ProtocolError("the sandbox sent a message inside a split one"))
+            if not 0 < length <= min(MAX_BLOBS, size - done):
+                raise self.fail(ProtocolError("the sandbox split a message wrongly"))
+            self._fill_into(buffer[done : done + length], deadline, timeout)
+            done += length
+        return buffer
 
     # -- requests ----------------------------------------------------------------------
     def hello(self, timeout: float) -> dict[str, Any]:

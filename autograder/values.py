@@ -15,7 +15,19 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .inside.codec import MAX_ORIGINS, Blobs, Decoder, Encoder, Malformed, TooLarge, is_shared, refresh
+from .inside.codec import (
+    MAX_BLOBS,
+    MAX_NODES,
+    MAX_ORIGINS,
+    Blobs,
+    Decoder,
+    Encoder,
+    Malformed,
+    OverBudget,
+    TooLarge,
+    is_shared,
+    refresh,
+)
 from .protocol import Channel, ProtocolError
 from .remote import ModuleView, StudentCallable, StudentIterator, StudentObject, Unsendable
 
@@ -88,7 +100,7 @@ class Values(Encoder):
 
     def decode_all(self, nodes: list[Any], blob: memoryview, decoder: Decoder | None = None) -> list[Any]:
         """Values of one message, within one budget (see Decoder)."""
-        decoder = decoder or Decoder(blob, self._reference, self._module, on_class=_trusted_global)
+        decoder = decoder or self._decoder(blob)
         try:
             return [decoder.value(node) for node in nodes]
         except (Malformed, RecursionError) as e:
@@ -102,11 +114,20 @@ class Values(Encoder):
         )
         if not well_formed or (after and op != "call") or ("origin" in reply and op != "get"):
             raise self.channel.fail(ProtocolError("the sandbox sent a malformed reply"))
-        decoder = Decoder(blob, self._reference, self._module, on_class=_trusted_global)
+        decoder = self._decoder(blob)
         value, *states = self.decode_all([reply.get("ok"), *(node for _, node in after)], blob, decoder)
         if op == "get" and "origin" in reply:
             self._remember(value, reply["origin"], decoder.nbytes + 8 * decoder.nodes)
         return (value, [(key, state) for (key, _), state in zip(after, states, strict=True)]) if op == "call" else value
+
+    def _decoder(self, blob: memoryview) -> Decoder:
+        """A decoder for one message, whose budgets grow with its raw bytes (already checked against the
+        channel's budget): as many bytes as it brought, and an element more per 8 of them (each packed string
+        has 8 bytes of ends), beyond a small message's."""
+        size = len(blob)
+        max_bytes = max(size, min(MAX_BLOBS, self.channel.budget))
+        return Decoder(blob, self._reference, self._module, max_nodes=MAX_NODES + size // 8, max_bytes=max_bytes,
+                       on_class=_trusted_global)  # fmt: skip
 
     def _reference(self, node: dict[str, Any]) -> Any:
         if "$unsendable" in node:
@@ -147,7 +168,7 @@ class Values(Encoder):
 
     # -- the grader's values to the sandbox -------------------------------------------------------
     def encode_args(self, args: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
-        blobs = Blobs()
+        blobs = Blobs(self.channel.budget)
         return {name: self.encode(value, blobs) for name, value in args.items()}, blobs.parts
 
     def encode(self, x: Any, blobs: Blobs, depth: int = 0) -> Any:
@@ -156,7 +177,8 @@ class Values(Encoder):
         return super().encode(x, blobs, depth)
 
     def unsendable(self, x: Any, error: Exception) -> Any:
-        raise TypeError(f"cannot pass this {type(x).__name__} to student code ({error!r})")
+        why = error.reason() if isinstance(error, OverBudget) else repr(error)
+        raise TypeError(f"cannot pass this {type(x).__name__} to student code ({why})")
 
     def ref(self, x: Any) -> Any:
         """A grader value that is not data: a student object, a module, or a function."""

@@ -1,6 +1,6 @@
 """Side-by-side benchmark: stock `otter run` against this sandboxed grader, in one run.
 
-Run with `make bench`. Three comparisons, each reported as medians and ratios (these machines are noisy):
+Run with `make bench`. Three comparisons and a measurement, reported as medians and ratios (these machines are noisy):
 
 1. Decode: the reference solution, the unanswered notebook and every correct and wrong corpus entry, as
    whole notebooks: median and p95 latency per submission, throughput with 2 parallel jobs, peak memory,
@@ -9,6 +9,8 @@ Run with `make bench`. Three comparisons, each reported as medians and ratios (t
 2. A pandas assignment of the parity corpus (gradebook: support files, exception tests taking `pd`):
    its solution, unanswered and broken notebooks, latency and parity.
 3. The command line grading one Decode notebook, process start included, against `otter run`'s.
+4. Values crossing: a DataFrame of 48 MB (one message) and of 200 MB (split over several) fetched from a real
+   sandbox by the grader's side, as a test's name is: median time, MB/s, and the grader side's peak memory.
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ from pathlib import Path
 import nbformat
 
 from autograder import GradeOptions, grade_submission
+from autograder.assignment import load_assignment
+from autograder.grading import start_ready
+from autograder.options import Limits
+from autograder.sandbox import Sandbox
+from autograder.values import Values
 from tests.parity.harness import broken_submissions, build, submission
 from tests.submissions import AUTOGRADER_ZIP, SOLUTION_NOTEBOOK, OtterRun, corpus, submission_notebook
 
@@ -34,6 +41,8 @@ OUR_ROUNDS = 3  # times this grader goes over all submissions
 CLI_RUNS = 15
 JOBS = 2
 PANDAS_ASSIGNMENT = "gradebook"
+CROSSING_MB = (48, 200)  # under one message's 64 MB, and split over four
+CROSSING_RUNS = 5
 
 
 def decode_submissions() -> dict[str, bytes]:
@@ -166,6 +175,50 @@ def command_line(workdir: Path) -> list[float]:
     return times
 
 
+def crossing(sizes_mb: tuple[int, ...], runs: int) -> dict[int, dict[str, float]]:
+    """A DataFrame of four float columns of each size, fetched `runs` times from a real sandbox by the grader's
+    side (this process): median seconds, MB/s, and the peak resident memory this process reached over what it
+    held before (VmHWM, reset before each run): the received bytes and the rebuilt value."""
+    limits = Limits()
+    deadline = time.monotonic() + 600
+    ready = start_ready(load_assignment(AUTOGRADER_ZIP), limits, deadline, Sandbox(limits, deadline))
+    results = {}
+    try:
+        values = Values(ready.channel)
+        for mb in sizes_mb:
+            rows = mb * 2**20 // 32  # of four float64 columns
+            random = f"np.random.default_rng(0).random(({rows}, 4))"
+            source = f"import numpy as np, pandas as pd\ndf = pd.DataFrame({random})"
+            ready.channel.request("exec", 60, source=source, name="<bench>")
+            seconds, peaks = [], []
+            for _ in range(runs):
+                Path("/proc/self/clear_refs").write_text("5")
+                before = _peak_rss_kib()
+                started = time.perf_counter()
+                frame = values.request("get", name="df")
+                seconds.append(time.perf_counter() - started)
+                peaks.append((_peak_rss_kib() - before) / 1024)
+                assert frame.shape == (rows, 4), type(frame)
+                del frame
+            median = statistics.median(seconds)
+            results[mb] = {"seconds": median, "mb_per_s": mb / median, "peak_mb": statistics.median(peaks)}
+    finally:
+        ready.close()
+    return results
+
+
+def _peak_rss_kib() -> int:
+    status = Path("/proc/self/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])
+
+
+def report_crossing(results: dict[int, dict[str, float]]) -> None:
+    print(f"\n## values crossing: a DataFrame from the sandbox to the grader's side (median of {CROSSING_RUNS})")
+    print(f"{'size MB':>8} {'median s':>9} {'MB/s':>7} {'peak MB':>8}")
+    for mb, r in results.items():
+        print(f"{mb:>8} {r['seconds']:>9.3f} {r['mb_per_s']:>7.0f} {r['peak_mb']:>8.0f}")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
         workdir = Path(scratch)
@@ -187,6 +240,8 @@ def main() -> None:
         p95 = percentile(ours, 0.95)
         print(f"python -m autograder grade: median {median:.3f} s, p95 {p95:.3f} s ({CLI_RUNS} runs)")
         print(f"otter run: median {stock_decode:.3f} s; ratio {stock_decode / median:.1f}x")
+
+        report_crossing(crossing(CROSSING_MB, CROSSING_RUNS))
 
 
 def stock_otter_cli_reference(subs: dict[str, bytes], workdir: Path) -> list[float]:

@@ -3,12 +3,14 @@
 Shared by the sandbox (encoding student values, decoding the grader's) and the grader (encoding its
 values, decoding the sandbox's). Decoding is strict: every node is checked, and sizes, counts, depth and
 itemsizes are checked BEFORE anything is allocated, so a hostile sandbox can make the grader allocate no
-more than the (capped) message it sent. What a message decodes to is bounded too, not only the message: every
-decoded piece counts against one budget per message (bytes for raw data, however often a blob is referenced;
-elements for nodes, object-array items, the length of a range...), and no value is built in a way whose cost
-the sender can make quadratic (a set whose elements all share one hash) or that makes an ordinary use of it
-unbounded (a range of 10**12, int() of Decimal('1e999999999')). A value the decoder would refuse on its
-own the encoder does not send (it becomes {"$unsendable"}); only a message's total can exceed the budget.
+more than the message it sent, whose raw bytes are bounded by the receiver's budget for one value (Blobs'
+limit; the grader's is Limits.value_mb, checked as a message announces its size: inside/wire.py). What a message
+decodes to is bounded too, not only the message: every decoded piece counts against one budget per message
+(bytes for raw data, however often a blob is referenced; elements for nodes, object-array items, the length of
+a range...), and no value is built in a way whose cost the sender can make quadratic (a set whose elements all
+share one hash) or that makes an ordinary use of it unbounded (a range of 10**12, int() of
+Decimal('1e999999999')). A value the decoder would refuse on its own the encoder does not send (it becomes
+{"$unsendable"}, saying why); only a message's total can exceed the budget.
 
 A message is a JSON document plus one area of raw bytes; {"$b": [offset, length]} points into it.
 A subclass of a data type (of int, list, DataFrame...) travels as its base type's data, read with the base
@@ -41,12 +43,14 @@ import math
 import sys
 
 MAX_BLOBS = 64 * 1024 * 1024
-"""raw bytes one message may carry; a larger value is sent as a reference"""
+"""raw bytes one message may carry unless the receiver has said its own budget (Blobs' limit)"""
 MAX_DEPTH = 64
 MAX_ITEMS = 1_000_000
-"""elements of one container sent as data; a larger container is sent as a reference"""
+"""elements of one container sent as data; a larger container is sent as a reference (strings packed in raw
+bytes, see PACKED_TEXTS, are bounded by the budget instead)"""
 MAX_NODES = 2_000_000
-"""elements a decoder accepts in one message: nodes, and the elements a range or empty array stands for"""
+"""elements a decoder accepts in one message: nodes, and the elements a range or empty array stands for (the
+grader adds one per 8 raw bytes the message brought: values.py)"""
 MAX_SHARED_HASH = 64
 """elements of a set, or keys of a dict, that may share one hash value: building it compares each with all the
 others of its hash, so more would let a sender make it quadratic (60,000 ints that all hash to 0: 14 s)"""
@@ -104,6 +108,24 @@ class TooLarge(Exception):
     """The value cannot travel as data (too large, or not rebuildable); it travels as a reference."""
 
 
+class OverBudget(TooLarge):
+    """More raw bytes than the receiver takes in one message (`size` of them, past its `budget`)."""
+
+    def __init__(self, size, budget):
+        super().__init__(size, budget)
+        self.size, self.budget = size, budget
+
+    def reason(self, own_size=None):
+        """Why the value did not cross, with its own size when known (else what the message had reached)."""
+        size = self.size if own_size is None else own_size
+        beside = "" if size > self.budget else ", with the values sent beside it,"
+        return f"larger{beside} than the grader's budget for one value: {_mb(size)}, the budget is {_mb(self.budget)}"
+
+
+def _mb(size):
+    return f"{size / (1 << 20):,.1f} MB"
+
+
 class Malformed(ValueError):
     """A message value that is not what this codec produces."""
 
@@ -114,18 +136,30 @@ class ByReference(Exception):
 
 
 class Blobs:
-    """The raw-bytes area of one outgoing message."""
+    """The raw-bytes area of one outgoing message, at most `limit` bytes (the receiver's budget)."""
 
-    def __init__(self):
-        self.parts, self.size = [], 0
+    def __init__(self, limit=MAX_BLOBS):
+        self.parts, self.size, self.limit = [], 0, limit
 
     def add(self, data):
         data = memoryview(data).cast("B")
-        if self.size + data.nbytes > MAX_BLOBS:
-            raise TooLarge
+        if self.size + data.nbytes > self.limit:
+            raise OverBudget(self.size + data.nbytes, self.limit)
         node = {"$b": [self.size, data.nbytes]}
         self.parts.append(data)
         self.size += data.nbytes
+        return node
+
+
+class _Measured(Blobs):
+    """Counts the raw bytes a value takes, keeping none of them (to say how far over the budget it is)."""
+
+    def __init__(self):
+        super().__init__(limit=float("inf"))
+
+    def add(self, data):
+        node = {"$b": [self.size, memoryview(data).nbytes]}
+        self.size += node["$b"][1]
         return node
 
 
@@ -143,8 +177,20 @@ class Encoder:
         raise TooLarge
 
     def unsendable(self, x, error):
-        reason = "too large to send" if isinstance(error, TooLarge) else f"{type(error).__name__} while sending it"
+        if isinstance(error, OverBudget):
+            reason = error.reason(self.size_of(x))
+        else:
+            reason = "too large to send" if isinstance(error, TooLarge) else f"{type(error).__name__} while sending it"
         return {"$unsendable": {"type": str(getattr(type(x), "__qualname__", "?"))[:200], "reason": reason}}
+
+    def size_of(self, x):
+        """The raw bytes x takes as data (None if that cannot be found): encoded again, counting only."""
+        measured = _Measured()
+        try:
+            self.encode(x, measured)
+        except Exception:  # noqa: BLE001 - whatever student code made of it; the reason says less
+            return None
+        return measured.size
 
     def encode(self, x, blobs, depth=0):
         t = type(x)
@@ -334,15 +380,19 @@ def _encode_array(encoder, x, blobs, depth):
     if x.size == 0 and _empty_extent(x.shape) > MAX_ITEMS:
         raise TooLarge
     if x.dtype.kind == "O":
-        if x.size > MAX_ITEMS:
-            raise TooLarge
+        if x.size > MAX_ITEMS and x.size * 8 > blobs.limit - blobs.size:  # crosses packed or not at all: 8 bytes
+            raise OverBudget(blobs.size + x.size * 8, blobs.limit)  # of ends per string at least
         values = x.ravel(order="C").tolist()
         if len(values) >= PACKED_TEXTS and all(type(v) is str for v in values):
             return {"$nd": {"dtype": "|O", "shape": list(x.shape), "texts": _pack_texts(values, blobs)}}
+        if len(values) > MAX_ITEMS:
+            raise TooLarge
         items = [encoder.encode(v, blobs, depth) for v in values]
         return {"$nd": {"dtype": "|O", "shape": list(x.shape), "items": items}}
     if not _is_dtype(x.dtype.str) or x.dtype.itemsize > MAX_ITEMSIZE:
         raise TooLarge
+    if x.nbytes > blobs.limit - blobs.size:  # before a copy of it is made contiguous
+        raise OverBudget(blobs.size + x.nbytes, blobs.limit)
     numpy = sys.modules["numpy"]
     data = numpy.ascontiguousarray(x).reshape(-1).view(numpy.uint8)
     return {"$nd": {"dtype": x.dtype.str, "shape": list(x.shape), "data": blobs.add(data)}}
@@ -350,8 +400,8 @@ def _encode_array(encoder, x, blobs, depth):
 
 PACKED_TEXTS = 1000
 """strings in an object array (a column of names) from which they travel as raw UTF-8 bytes and their ends,
-not in the JSON: a table of a few hundred thousand names then fits a message (its raw bytes are capped at
-MAX_BLOBS, the JSON at 8 MB)"""
+not in the JSON (capped at 8 MB): a column of millions of names then crosses, as many as the budget's raw bytes
+hold (8 bytes of ends each, so not limited to MAX_ITEMS)"""
 
 
 def _pack_texts(values, blobs):
@@ -362,16 +412,18 @@ def _pack_texts(values, blobs):
 
 
 def _unpack_texts(d, body, count):
-    """The strings of a packed object array: `ends` must rise from 0 to the data's length, one per element."""
+    """The strings of a packed object array: `ends` must rise from 0 to the data's length, one per element (so
+    their count is bounded by the message's raw bytes, 8 of them per string, and charged as elements)."""
     numpy = _module("numpy")
-    data, raw_ends = bytes(d.bytes(_field(body, "data"))), d.bytes(_field(body, "ends"))
+    raw_ends = d.bytes(_field(body, "ends"))
     if len(raw_ends) != 8 * count:
         raise Malformed("packed strings of the wrong count")
+    data = bytes(d.bytes(_field(body, "data")))
     ends = numpy.frombuffer(raw_ends, dtype="<i8")
     starts = numpy.concatenate([numpy.zeros(1, dtype="<i8"), ends[:-1]]) if count else ends
     if count and (ends[-1] != len(data) or bool((ends < starts).any()) or starts[0] != 0):
         raise Malformed("packed strings out of range")
-    d.items(count)
+    d.charge(count)
     try:
         pairs = zip(starts.tolist(), ends.tolist(), strict=True)
         return [data[a:b].decode("utf-8", "surrogatepass") for a, b in pairs]
@@ -487,8 +539,13 @@ def _encode_values(encoder, array, blobs, depth):
                              "mask": _encode_array(encoder, array._mask, blobs, depth)}}  # fmt: skip
     if t is arrays.StringArray and array.dtype.storage == "python":
         items = [None if v is pandas.NA else v for v in numpy.asarray(array, dtype=object).tolist()]
-        if len(items) > MAX_ITEMS or not all(type(v) in (str, type(None)) for v in items):
+        if not all(type(v) in (str, type(None)) for v in items):
             raise TooLarge
+        if len(items) >= PACKED_TEXTS:  # packed as an object array's strings are, with which ones are missing
+            missing = numpy.fromiter((v is None for v in items), dtype=bool, count=len(items))
+            texts = numpy.array(["" if v is None else v for v in items], dtype=object)
+            return {"$pdarray": {"kind": "StringArray", "texts": _encode_array(encoder, texts, blobs, depth),
+                                 "missing": _encode_array(encoder, missing, blobs, depth)}}  # fmt: skip
         return {"$pdarray": {"kind": "StringArray", "items": items}}
     raise TooLarge
 
@@ -713,12 +770,14 @@ def _decode_array(d, body, depth):
     if count == 0:
         d.items(_empty_extent(shape))
     if _field(body, "dtype") == "|O":
+        if "texts" in body:
+            texts = _unpack_texts(d, _field(body, "texts"), count)
+            array = numpy.empty(count, dtype=object)
+            array[:] = texts
+            return array.reshape(shape)
         if count > MAX_ITEMS:
             raise Malformed("object array too large")
         array = numpy.empty(count, dtype=object)
-        if "texts" in body:
-            array[:] = _unpack_texts(d, _field(body, "texts"), count)
-            return array.reshape(shape)
         items = _list(_field(body, "items"))
         if len(items) != count:
             raise Malformed("object array of the wrong size")
@@ -865,17 +924,31 @@ def _decode_values(d, node, depth):
                 values = values.tz_localize("UTC").tz_convert(_field(body, "tz", str))
             return values
         if kind == "StringArray":
-            items = _list(_field(body, "items"))
-            if not all(type(v) in (str, type(None)) for v in items):
-                raise Malformed("bad StringArray")
-            d.items(len(items))
-            return pandas.array(items, dtype="string[python]")
+            return pandas.array(_string_items(d, body, depth), dtype="string[python]")
         if kind in ("IntegerArray", "FloatingArray", "BooleanArray"):
             data, mask = _array_node(d, _field(body, "data"), depth), _array_node(d, _field(body, "mask"), depth)
             return getattr(pandas.arrays, kind)(data, mask)
     except (TypeError, ValueError, KeyError) as e:
         raise Malformed(f"bad {kind}: {type(e).__name__}") from None
     raise Malformed(f"unknown pandas array {kind[:40]!r}")
+
+
+def _string_items(d, body, depth):
+    """The strings of a StringArray, None where one is missing: listed, or packed with a mask of the missing."""
+    if "texts" in body:
+        texts = _array_node(d, _field(body, "texts"), depth, numeric=False)
+        missing = _array_node(d, _field(body, "missing"), depth)
+        if texts.ndim != 1 or missing.dtype.kind != "b" or missing.shape != texts.shape:
+            raise Malformed("bad StringArray")
+        items = texts.tolist()
+        for i in _module("numpy").flatnonzero(missing).tolist():
+            items[i] = None
+    else:
+        items = _list(_field(body, "items"))
+        d.items(len(items))
+    if not all(type(v) in (str, type(None)) for v in items):
+        raise Malformed("bad StringArray")
+    return items
 
 
 def _decode_series(d, body, depth):
@@ -910,7 +983,8 @@ def _decode_frame(d, body, depth):
 # Row handed back to student code has its methods), from data only: labels are strings, columns arrays,
 # formats instances of the library's own formatter classes whose state is a few scalars (set on an object
 # made without running any constructor). Anything else about them (a formatter of the student's, an
-# attribute set on the table, a column that is not an array, a table too large) sends it as a reference.
+# attribute set on the table, a column that is not an array, a table over the receiver's budget) sends it as a
+# reference.
 TABLE_STATE = frozenset({"_columns", "_formats", "formatter", "_num_rows", "take", "exclude"})
 ROW_CLASS_STATE = frozenset({"_table", "__module__", "__doc__"})
 MAX_FORMAT_STATE = 16
@@ -941,9 +1015,13 @@ def _encode_table(encoder, x, blobs, depth):
     labels, arrays = [_table_label(label) for label in columns], list(columns.values())
     if not all(type(a) is sys.modules["numpy"].ndarray for a in arrays):
         raise ByReference
-    if sum(a.nbytes for a in arrays) > MAX_BLOBS // 2 or len(labels) > MAX_ITEMS:
+    if sum(a.nbytes for a in arrays) > blobs.limit - blobs.size or len(labels) > MAX_ITEMS:
         raise ByReference
-    return {"$dstable": {"labels": labels, "columns": [encoder.encode(a, blobs, depth) for a in arrays],
+    try:
+        nodes = [_encode_array(encoder, a, blobs, depth) for a in arrays]
+    except TooLarge:  # a column that cannot cross as data (over the budget, of a dtype that is not data)
+        raise ByReference from None
+    return {"$dstable": {"labels": labels, "columns": nodes,
                          "formats": _encode_formats(state["_formats"], formats)}}  # fmt: skip
 
 

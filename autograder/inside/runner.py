@@ -1,7 +1,8 @@
 """Sandbox side of the grader: runs notebook cells and serves the grader's requests.
 
 Runs inside bubblewrap as an unprivileged uid (`python -I -m _autograder_inside.runner FDS LIMITS`). It
-speaks framed messages over two inherited pipes: 8 bytes (JSON length, blob length), the JSON, the blobs.
+speaks framed messages over two inherited pipes: 8 bytes (JSON length, blob length), the JSON, the blobs (a
+message with more raw bytes than one frame holds is split over several: wire.py).
 Requests carry "id", "op" and "args"; replies carry "re" and "ok" (a value node, see codec.py) or "err"
 ([type name, message]). Both sides send requests while waiting for a reply, so calls nest: a test calls a
 student function that calls back a function of the test, and so on.
@@ -16,7 +17,6 @@ process never sees them.
 """
 
 import _signal as signal  # not `signal`, whose enums import `enum`: milliseconds of every sandbox's start
-import _struct as struct
 import builtins
 import gc
 import io
@@ -29,7 +29,7 @@ import types
 
 from . import codec as codec_module
 from . import wire
-from .codec import MAX_ORIGINS, Blobs, Decoder, Encoder, is_shared, refresh, sent_as_data
+from .codec import MAX_BLOBS, MAX_ORIGINS, Blobs, Decoder, Encoder, is_shared, refresh, sent_as_data
 from .startup import start
 
 _BUILTINS = {k: v for k, v in vars(builtins).items() if not k.startswith("__")}
@@ -44,11 +44,12 @@ _fork, _pipe, _read, _write, _close, _waitpid, _exit = (
     os.waitpid,
     os._exit,
 )
-_dumps, _loads = wire.dumps, wire.loads
+_readv = os.readv
+_loads = wire.loads
 MAX_OUTPUT = wire.MAX_OUTPUT
 
-FRAME = struct.Struct(">II")
-MAX_JSON = 8 * 1024 * 1024
+FRAME = wire.FRAME
+MAX_JSON = wire.MAX_FRAME_JSON
 MAX_TEXT = 2000
 APPLIED = {"round": round, "abs": abs, "format": format, "neg": operator.neg, "pos": operator.pos,
            "invert": operator.invert, "trunc": math.trunc, "floor": math.floor, "ceil": math.ceil}  # fmt: skip
@@ -110,8 +111,7 @@ def _monotonic():
     return __import__("time").monotonic()
 
 
-class TooLarge(Exception):
-    """A reply too large for one message."""
+TooLarge = wire.TooLarge  # a reply whose JSON is too long for one message
 
 
 class Handles(Encoder):
@@ -210,22 +210,39 @@ class Channel:
         self.submission_name = None  # the file name otter run would see; None: the one the notebook expects
         self.snapshots = {}  # pid -> fd that wakes it
         self.is_snapshot = False
+        self.budget = MAX_BLOBS  # raw bytes of one message the grader takes (op_budget)
 
     # -- framing -------------------------------------------------------------
     def send(self, msg, blobs=None):
-        data = _dumps(msg)
-        if len(data) > MAX_JSON:
-            raise TooLarge
-        message = b"".join([FRAME.pack(len(data), blobs.size if blobs else 0), data, *(blobs.parts if blobs else ())])
-        view = memoryview(message)  # one write: the grader wakes once per message
-        while view:
-            view = view[_write(self.write_fd, view) :]
+        pieces = wire.frames(msg, blobs.parts if blobs else (), blobs.size if blobs else 0, MAX_JSON)
+        for piece in pieces:
+            view = memoryview(piece)
+            while view:
+                view = view[_write(self.write_fd, view) :]
 
     def recv(self):
         """One message, read exactly (never ahead: a snapshot may read the next one from the same pipe)."""
         json_len, blob_len = FRAME.unpack(self._read_exactly(FRAME.size))
-        body = self._read_exactly(json_len + blob_len)
-        return _loads(body[:json_len]), memoryview(body)[json_len:]
+        msg = _loads(self._read_exactly(json_len))
+        if type(msg) is dict and wire.SPLIT in msg:  # its raw bytes follow in frames of their own
+            size, done = msg.pop(wire.SPLIT), 0
+            blob = memoryview(bytearray(size))
+            while done < size:
+                _, length = FRAME.unpack(self._read_exactly(FRAME.size))
+                self._read_into(blob[done : done + length])
+                done += length
+            return msg, blob
+        blob = memoryview(bytearray(blob_len))
+        self._read_into(blob)
+        return msg, blob
+
+    def _read_into(self, target):
+        """Fill `target` (a view of a buffer of the message's) straight from the pipe, exactly."""
+        while target:
+            count = _readv(self.read_fd, [target])
+            if not count:
+                _exit(0)  # the grader went away
+            target = target[count:]
 
     def _read_exactly(self, size):
         chunks, left = [], size
@@ -240,7 +257,7 @@ class Channel:
     def reply(self, rid, fn, /, *args, **kwargs):
         try:
             value = fn(*args, **kwargs)
-            blobs, shared = Blobs(), {}
+            blobs, shared = Blobs(self.budget), {}
             if type(value) is _Shared:
                 value, shared = value.value, value.fields(self.codec, blobs)
             msg = {"re": rid, "ok": self.codec.encode(value, blobs), **shared}
@@ -281,7 +298,7 @@ class Channel:
         """Call the grader; its exceptions are re-raised here."""
         self.next_id += 1
         rid = self.next_id
-        blobs = Blobs()
+        blobs = Blobs(self.budget)
         nodes = {k: self.codec.encode(v, blobs) for k, v in args.items()}
 
         def roundtrip():
@@ -299,7 +316,7 @@ class Channel:
 
     def decode(self, node, blob):
         """A value from the grader (trusted: no size limits)."""
-        decoder = Decoder(blob, self.codec.object, _import, max_nodes=1 << 62)
+        decoder = Decoder(blob, self.codec.object, _import, max_nodes=1 << 62, max_bytes=1 << 62)
         decoder.on_grader = lambda tag, body: self.grader_object(tag, body, decoder.value)
         return decoder.value(node)
 
@@ -345,6 +362,11 @@ class Channel:
     def op_submission(self, name):
         """The submission's file name, as `otter run` would see it (see _install_stubs' Notebook)."""
         self.submission_name = name
+
+    def op_budget(self, value_bytes):
+        """The grader's budget for one value (Limits.value_mb): a value with more raw bytes stays here, and the
+        grader is told why (a message over it would be refused as hostile)."""
+        self.budget = value_bytes
 
     def op_configure(self, seed, seed_variable):
         """Otter's intercell seeding: before every cell, seed numpy and random (or set seed_variable)."""

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autograder.protocol import ProtocolError
+from autograder.protocol import MAX_BLOBS, ProtocolError
 from autograder.remote import StudentObject
 from autograder.testfiles import printoptions
 from autograder.values import Values
@@ -29,7 +29,7 @@ from tests.autograder.test_hostile_replies import FIND_CHANNEL
 
 
 def decode(node: dict) -> object:
-    return Values(SimpleNamespace(fail=lambda error: error)).decode(node, memoryview(b""))
+    return Values(SimpleNamespace(fail=lambda error: error, budget=MAX_BLOBS)).decode(node, memoryview(b""))
 
 
 def reference(qualname: str, module: str, kind: str = "object") -> object:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autograder.inside.codec import MAX_ORIGINS, Blobs, Encoder
+from autograder.inside.codec import MAX_BLOBS, MAX_ORIGINS, Blobs, Encoder
 from autograder.protocol import ProtocolError
 from autograder.remote import StudentCallable
 from autograder.values import MAX_ORIGIN_BYTES, Values
@@ -35,7 +35,8 @@ class Sandbox:
     def __init__(self) -> None:
         self.replies: list[tuple[dict[str, Any], bytes]] = []
         self.sent: list[tuple[str, dict[str, Any]]] = []
-        self.channel = SimpleNamespace(fail=lambda error: error, test_timeout=1.0, request=self.request)
+        channel = {"fail": lambda error: error, "test_timeout": 1.0, "request": self.request, "budget": MAX_BLOBS}
+        self.channel = SimpleNamespace(**channel)
         self.values = Values(self.channel)
         self.function = StudentCallable(self.values, {"$ref": 0, "kind": "function"})
 
@@ -113,13 +114,13 @@ def test_an_array_keeps_its_shape_and_dtype():
     ],  # fmt: skip
 )
 def test_a_reply_with_misplaced_or_malformed_sharing_is_refused(op, extra):
-    values = Values(SimpleNamespace(fail=lambda error: error))
+    values = Values(SimpleNamespace(fail=lambda error: error, budget=MAX_BLOBS))
     with pytest.raises(ProtocolError):
         values.decode_reply(op, {"ok": None, **extra}, memoryview(b""))
 
 
 def test_the_sandbox_cannot_name_its_own_object_as_the_grader_does():
-    values = Values(SimpleNamespace(fail=lambda error: error))
+    values = Values(SimpleNamespace(fail=lambda error: error, budget=MAX_BLOBS))
     with pytest.raises(ProtocolError):
         values.decode_reply("get", {"ok": {"$same": [0, [1]]}}, memoryview(b""))
 
