@@ -11,13 +11,14 @@ their own; no test file runs and no student value is decoded here.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 from typing import Any
 
 from .assignment import Assignment, load_assignment
 from .box import manifest_of, started_box
 from .manifest import Manifest
-from .notebook import MAX_FILE_NAME, InvalidSubmission, load_cells, read_notebook
+from .notebook import MAX_FILE_NAME, Cell, InvalidSubmission, load_cells, read_notebook
 from .options import GradeOptions
 from .pool import warm_pool
 from .results import GradeResult
@@ -59,13 +60,14 @@ def grade_submission(
         if box is None and options.prestart:
             box = warm_pool(assignment, limits, options.prestart).take()
         box = box or started_box(assignment, limits, forked=options.prestart > 0)
+        saved_as = submission_name(notebook, file_name)
         try:
-            result = box.grade(cells, label, submission_name(notebook, file_name))
+            result = box.grade(cells, label, saved_as)
         finally:
             box.close()
         if options.prestart:
             warm_pool(assignment, limits, options.prestart).learn(box.modules)
-        return replace(result, submission=label, packages=_packages(assignment))
+        return replace(result, submission=label, packages=_packages(assignment), notice=_name_notice(cells, saved_as))
     finally:
         if early is not None:
             early.close()
@@ -77,6 +79,23 @@ def _packages(assignment: Assignment) -> dict[str, str]:
     from .environment import versions_used  # only assignments with packages pay for it
 
     return versions_used(assignment.requirements)
+
+
+NOTEBOOK_NAMED = re.compile(r"""otter\.Notebook\(\s*(?:nb_path\s*=\s*)?(["'])([^"'\n]{1,255})\1""")
+
+
+def _name_notice(cells: list[Cell], saved_as: str | None) -> str:
+    """Words for the student when the file's name is not the one its `otter.Notebook("...")` line reads (so
+    that, as under otter run, none of its checks ran); '' otherwise. Read from the cells here, not from what
+    the sandbox says."""
+    expected = next((m.group(2) for cell in cells if (m := NOTEBOOK_NAMED.search(cell.source[:10_000]))), None)
+    if saved_as is None or expected is None or os.path.normpath(expected) == saved_as:
+        return ""
+    return (
+        f"Your file is named “{saved_as}”, but this notebook expects “{expected}”. As under Otter, its checks "
+        "(grader.check) did not run, so every question was graded on the state your notebook ends with. To have "
+        f"each question graded where you checked it, save the notebook as “{expected}” and submit it again."
+    )
 
 
 def submission_name(notebook: bytes | str | os.PathLike[str], file_name: str | None) -> str | None:

@@ -54,6 +54,9 @@ class GradeResult:
     """what the sandboxes used: peak_memory_mb (the most at once), cpu_seconds, restarts (staff view only)"""
     packages: dict[str, str] = field(default_factory=dict)
     """the versions that ran of the packages the assignment asks for beyond the grader's (staff view only)"""
+    notice: str = ""
+    """what the student should know about how the notebook was graded (both views): a file saved under another
+    name than the notebook expects, whose checks therefore did not run"""
 
     @property
     def score(self) -> float:
@@ -67,6 +70,8 @@ class GradeResult:
             "questions": [q.to_dict(student_view) for q in self.questions],
             "error": self.error,
         }
+        if self.notice:
+            out["notice"] = self.notice
         if not student_view:
             out["cell_errors"] = list(self.cell_errors)
             out["usage"] = dict(self.usage)

@@ -201,6 +201,7 @@ def attempt_rows(launch: Launch, rules: SubmissionRules) -> list[dict]:
                 "max_score": attempt.max_score,
                 "error": attempt.error,
                 "questions": (getattr(attempt, feedback) or {}).get("questions", []),
+                "notice": (getattr(attempt, feedback) or {}).get("notice", ""),
                 "counts": attempt is counting,
                 "gradebook_state": state,
                 "gradebook": _gradebook_words(state, numbers[counting.id] if counting else None, policy),

@@ -182,6 +182,8 @@ def test_checks_count_only_when_the_file_has_the_name_otter_run_needs(toy, file_
     result = grade_submission(toy.zip, path.read_bytes(), ROOMY, file_name=file_name)
     assert {q.name: q.score for q in result.questions} == expected
     assert any("No such file" in e for e in result.cell_errors) == (file_name == "toy (1).ipynb")
+    notice = result.to_dict(student_view=True).get("notice", "")  # the student is told why, in words
+    assert ("named “toy (1).ipynb”, but this notebook expects “toy.ipynb”" in notice) == (file_name == "toy (1).ipynb")
     renamed = path.with_name("toy-copy.ipynb")  # a path's own name counts, as for otter run's argument
     renamed.write_bytes(path.read_bytes())
     assert {q.name: q.score for q in grade_submission(toy.zip, renamed, ROOMY).questions} == {"q1": 0.0, "q2": 2.0}

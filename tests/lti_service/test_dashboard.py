@@ -59,6 +59,20 @@ def test_staff_view_of_an_attempt_and_its_notebook(lms):
     assert page.session.get(f"{page.url}/staff/attempts/{attempt['id']}/notebook").content == data
 
 
+def test_a_student_whose_file_has_another_name_is_told_how_it_was_graded(lms):
+    """As under otter run, the checks of a notebook saved under another name do not run (every question is
+    graded on the final state); the student reads why, and what to do, beside the scores."""
+    ada = lms.open("student-ada", "dash-renamed")
+    ada.upload(notebook_bytes(), filename="decode (1).ipynb")
+    (attempt,) = ada.wait_graded(1)
+    assert attempt["status"] == "graded"
+    told = "Your file is named “decode (1).ipynb”, but this notebook expects “decode.ipynb”"
+    assert told in lms.open("student-ada", "dash-renamed").html
+    ada.upload(notebook_bytes("generate_calls_on_prompt"))  # saved as decode.ipynb: nothing to say
+    ada.wait_graded(2)
+    assert lms.open("student-ada", "dash-renamed").html.count(told) == 1
+
+
 def test_students_cannot_reach_the_dashboard_or_its_actions(lms):
     page = lms.open("student-grace", "dash-private")
     assert "Instructor dashboard" not in page.html and "Download the notebook" in page.html
