@@ -28,11 +28,8 @@ from pathlib import Path
 import nbformat
 
 from autograder import GradeOptions, grade_submission
-from autograder.assignment import load_assignment
-from autograder.grading import start_ready
 from autograder.options import Limits
-from autograder.sandbox import Sandbox
-from autograder.values import Values
+from tests.autograder.host import peak_memory_kib, reset_peak_memory, started_sandbox
 from tests.parity.harness import broken_submissions, build, submission
 from tests.submissions import AUTOGRADER_ZIP, SOLUTION_NOTEBOOK, OtterRun, corpus, submission_notebook
 
@@ -179,37 +176,26 @@ def crossing(sizes_mb: tuple[int, ...], runs: int) -> dict[int, dict[str, float]
     """A DataFrame of four float columns of each size, fetched `runs` times from a real sandbox by the grader's
     side (this process): median seconds, MB/s, and the peak resident memory this process reached over what it
     held before (VmHWM, reset before each run): the received bytes and the rebuilt value."""
-    limits = Limits()
-    deadline = time.monotonic() + 600
-    ready = start_ready(load_assignment(AUTOGRADER_ZIP), limits, deadline, Sandbox(limits, deadline))
     results = {}
-    try:
-        values = Values(ready.channel)
+    with started_sandbox(AUTOGRADER_ZIP, Limits()) as (channel, values):
         for mb in sizes_mb:
             rows = mb * 2**20 // 32  # of four float64 columns
             random = f"np.random.default_rng(0).random(({rows}, 4))"
             source = f"import numpy as np, pandas as pd\ndf = pd.DataFrame({random})"
-            ready.channel.request("exec", 60, source=source, name="<bench>")
+            channel.request("exec", 60, source=source, name="<bench>")
             seconds, peaks = [], []
             for _ in range(runs):
-                Path("/proc/self/clear_refs").write_text("5")
-                before = _peak_rss_kib()
+                reset_peak_memory()
+                before = peak_memory_kib()
                 started = time.perf_counter()
                 frame = values.request("get", name="df")
                 seconds.append(time.perf_counter() - started)
-                peaks.append((_peak_rss_kib() - before) / 1024)
+                peaks.append((peak_memory_kib() - before) / 1024)
                 assert frame.shape == (rows, 4), type(frame)
                 del frame
             median = statistics.median(seconds)
             results[mb] = {"seconds": median, "mb_per_s": mb / median, "peak_mb": statistics.median(peaks)}
-    finally:
-        ready.close()
     return results
-
-
-def _peak_rss_kib() -> int:
-    status = Path("/proc/self/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])
 
 
 def report_crossing(results: dict[int, dict[str, float]]) -> None:

@@ -7,13 +7,19 @@ import glob
 import os
 import resource
 import sys
+import time
 import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from autograder.assignment import load_assignment
+from autograder.grading import start_ready
 from autograder.options import Limits
+from autograder.protocol import Channel
+from autograder.sandbox import Sandbox
 from autograder.sandbox.bwrap import released
+from autograder.values import Values
 
 # Where the attack corpus tries to write, and the names it writes there.
 WRITE_TARGETS = ["/tmp", "/var/tmp", "/etc", "/usr", "/root", "/work", sys.prefix, os.path.dirname(sys.executable)]
@@ -85,3 +91,28 @@ def worker_cost() -> Iterator[dict[str, float]]:
         cost["memory_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
         cost["cpu_seconds"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+@contextmanager
+def started_sandbox(zip_path: Path, limits: Limits) -> Iterator[tuple[Channel, Values]]:
+    """A real sandbox ready for the assignment, spoken to from this process (the grading process's side)."""
+    deadline = time.monotonic() + 600
+    ready = start_ready(load_assignment(zip_path), limits, deadline, Sandbox(limits, deadline))
+    try:
+        yield ready.channel, Values(ready.channel)
+    finally:
+        ready.close()
+
+
+def reset_peak_memory() -> bool:
+    """Start this process's peak resident memory (VmHWM) again from its current size; False if not allowed."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def peak_memory_kib() -> int:
+    status = Path("/proc/self/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])

@@ -10,8 +10,6 @@ from __future__ import annotations
 import copy
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -19,15 +17,12 @@ import pandas as pd
 import pytest
 
 from autograder import GradeOptions, grade_submission
-from autograder.assignment import load_assignment
-from autograder.grading import start_ready
 from autograder.inside import wire
 from autograder.inside.codec import Blobs, Decoder, Encoder, Malformed
 from autograder.options import Limits
 from autograder.protocol import Channel, ProtocolError, SandboxFailure, StudentTimeout
 from autograder.remote import Unsendable
-from autograder.sandbox import Sandbox
-from autograder.values import Values
+from tests.autograder.host import peak_memory_kib, reset_peak_memory, started_sandbox
 from tests.autograder.test_hostile_replies import FIND_CHANNEL
 from tests.build_cache import otter_assign
 
@@ -86,22 +81,12 @@ def test_a_course_sets_the_budget_and_a_test_of_a_larger_value_says_why(built):
 # -- at the channel: a real sandbox, the grader's side in this process --------------------------------
 
 
-@contextmanager
-def sandbox(toy, limits: Limits) -> Iterator[tuple[Channel, Values]]:
-    deadline = time.monotonic() + 60
-    ready = start_ready(load_assignment(toy.zip), limits, deadline, Sandbox(limits, deadline))
-    try:
-        yield ready.channel, Values(ready.channel)
-    finally:
-        ready.close()
-
-
 def run(channel: Channel, source: str, timeout: float = 30) -> None:
     channel.request("exec", timeout, source=source, name="<cell>")
 
 
 def test_a_value_over_the_budget_stays_in_the_sandbox_saying_how_large_it_was(toy):
-    with sandbox(toy, Limits(value_mb=16)) as (channel, values):
+    with started_sandbox(toy.zip, Limits(value_mb=16)) as (channel, values):
         run(channel, "import numpy as np, pandas as pd\nsmall, big = np.ones(1_000_000), np.ones(3_000_000)\n"
                      "frame = pd.DataFrame({c: np.ones(1_000_000) for c in 'abcd'})")  # fmt: skip
         assert values.request("get", name="small").sum() == 1_000_000  # 7.6 MB: under the budget
@@ -119,7 +104,7 @@ def test_a_value_over_the_budget_stays_in_the_sandbox_saying_how_large_it_was(to
 def test_columns_of_millions_of_strings_cross(toy):
     """More strings than a message's elements (2.1 million) or one container's (1.2 million in one array), and a
     column of pandas' string dtype whose text is more than a message's JSON holds (12 MB): all travel packed."""
-    with sandbox(toy, Limits()) as (channel, values):
+    with started_sandbox(toy.zip, Limits()) as (channel, values):
         run(channel, "import numpy as np, pandas as pd\n"
                      "frame = pd.DataFrame({c: [f'{c}{i}' for i in range(700_000)] for c in 'abc'})\n"
                      "column = np.array([f'n{i}' for i in range(1_200_000)], dtype=object)\n"
@@ -209,29 +194,16 @@ HOSTILE = {
 }  # fmt: skip
 
 
-def _peak_reset() -> bool:
-    try:
-        Path("/proc/self/clear_refs").write_text("5")  # VmHWM starts again from the current size
-    except OSError:
-        return False
-    return True
-
-
-def _peak_kb() -> int:
-    status = Path("/proc/self/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])
-
-
 @pytest.mark.parametrize("case", HOSTILE, ids=str)
 def test_a_message_split_wrongly_kills_the_sandbox_and_the_grader_holds_only_what_came(toy, case):
     source, failure, why = HOSTILE[case]
-    with sandbox(toy, Limits(value_mb=BUDGET // 2**20, grace=0.5)) as (channel, _):
-        measured = _peak_reset()
-        before = _peak_kb()
+    with started_sandbox(toy.zip, Limits(value_mb=BUDGET // 2**20, grace=0.5)) as (channel, _):
+        measured = reset_peak_memory()
+        before = peak_memory_kib()
         started = time.monotonic()
         with pytest.raises(failure, match=why) as raised:
             run(channel, FRAMES + source, timeout=1.0)
         assert time.monotonic() - started < 10
         assert channel.dead == str(raised.value)  # killed
         if measured:
-            assert _peak_kb() - before < 32 * 1024, "the grader held bytes it was never sent"
+            assert peak_memory_kib() - before < 32 * 1024, "the grader held bytes it was never sent"
