@@ -369,16 +369,22 @@ def _base_site() -> list[str]:
 def versions_used(requirements: Requirements, cache_dir: Path | None = None) -> dict[str, str]:
     """The version of each package the assignment asks for beyond the grader's, as its boxes import it
     (its environment's own copy): what the staff view says ran. Empty when it asks for nothing more."""
-    import importlib.metadata
-
     environment = lookup(requirements, cache_dir)
     if not requirements or environment is None:
         return {}
-    site = sysconfig.get_path("purelib", vars={"base": environment.paths[0], "platbase": environment.paths[0]})
+    return dict(_installed_versions(environment.paths[0], requirements))
+
+
+@functools.lru_cache(maxsize=64)
+def _installed_versions(target: str, requirements: Requirements) -> tuple[tuple[str, str], ...]:
+    """Read once per environment (a finished one never changes): asked after every grading of its assignment."""
+    import importlib.metadata
+
+    site = sysconfig.get_path("purelib", vars={"base": target, "platbase": target})
     dists = importlib.metadata.distributions(path=[site])
     installed = {canonicalize_name(d.metadata["Name"]): d.version for d in dists}
     names = [_normalised(line).name for line in requirements.pip]
-    return {name: installed[name] for name in names if name in installed}
+    return tuple((name, installed[name]) for name in names if name in installed)
 
 
 def lookup(requirements: Requirements, cache_dir: Path | None = None) -> Environment | None:
