@@ -32,6 +32,12 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+# The tool's frame stays in the course page's process. Launches through platform storage move the frame across
+# sites four times; a Playwright call racing one of Chromium's swaps to an out-of-process frame could wait
+# forever whatever its timeout (puppeteer#10715; about one run in five lost a test here, always in this
+# browser). Only for `frame_cookies_blocked_browser`: the other browser keeps real site isolation, which the
+# accessibility checks' Tab walk through the iframe relies on (three failed with the flag).
+ONE_PROCESS_FOR_FRAMES = ["--disable-site-isolation-trials"]
 # Chromium's CookieControlsMode: 0 allows third-party cookies, 1 blocks them, 2 blocks them in incognito only
 # (so 2 does not block in a persistent profile; measured with Chromium 156). The old boolean is kept too.
 BLOCK_THIRD_PARTY_COOKIES = {"cookie_controls_mode": 1, "block_third_party_cookies": True}
@@ -97,8 +103,9 @@ def frame_cookies_blocked_browser(playwright, tmp_path_factory, lms) -> Iterator
     (user_data_dir / "Default").mkdir()
     (user_data_dir / "Default" / "Preferences").write_text(json.dumps(preferences))
     context = playwright.chromium.launch_persistent_context(
-        str(user_data_dir), executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True, **CONTEXT_OPTIONS
-    )
+        str(user_data_dir), executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, *ONE_PROCESS_FOR_FRAMES],
+        headless=True, **CONTEXT_OPTIONS,
+    )  # fmt: skip
     context.set_default_timeout(TIMEOUT_MS)
     yield context
     context.close()
