@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 AUTOGRADER_ZIP := dist/autograder/decode-autograder.zip
 
-.PHONY: run test assignment lite lint format system-deps bench soak bytecode
+.PHONY: run test test-wheels assignment lite lint format system-deps bench soak bytecode
 
 run: $(INSTALLED) system-deps assignment lite bytecode
 	@mkdir -p var
@@ -21,9 +21,19 @@ run: $(INSTALLED) system-deps assignment lite bytecode
 # past their limits). Then the tests that assert how long something takes (marked `alone`), one at a time.
 TEST_JOBS ?= 4
 
-test: $(INSTALLED) system-deps assignment lite lint bytecode
+test: $(INSTALLED) system-deps assignment lite lint bytecode test-wheels
 	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "not alone"
 	$(PY) -m pytest -m alone
+
+# The wheels the tests build assignments' environments from, served on loopback by the tests (no test reaches
+# PyPI): downloaded once for this interpreter; the copy of the list in the folder is the stamp.
+TEST_WHEELS := build/test-wheels/test-wheels.txt
+test-wheels: $(TEST_WHEELS)
+
+$(TEST_WHEELS): tests/test-wheels.txt | $(INSTALLED)
+	rm -rf build/test-wheels build/test-wheels.part
+	$(PY) -m pip download --quiet --no-deps --only-binary=:all: --dest build/test-wheels.part -r $<
+	cp $< build/test-wheels.part/ && mv build/test-wheels.part build/test-wheels
 
 assignment: $(AUTOGRADER_ZIP)
 

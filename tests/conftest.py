@@ -1,5 +1,6 @@
-"""Shared fixtures: the built assignment (built once if `make assignment` has not run), a second assignment's
-versions, and one local LMS per test module for the tool's tests and the browser tests."""
+"""Shared fixtures: the package index on loopback that environments are built from, the built assignment
+(built once if `make assignment` has not run), a second assignment's versions, and one local LMS per test module
+for the tool's tests and the browser tests."""
 
 import subprocess
 import sys
@@ -8,6 +9,7 @@ import pytest
 
 from tests.lti_service import gradebook
 from tests.lti_service.conftest import start_lms
+from tests.package_index import downloaded_wheels, serve_index
 from tests.submissions import AUTOGRADER_ZIP, ROOT, SOLUTION_NOTEBOOK, STUDENT_NOTEBOOK, load_test_sources
 
 LONGEST_FIRST = (  # the files that take longest, longest first (seconds each, run alone, December 2026)
@@ -30,6 +32,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     it alone."""
     rank = {path: n for n, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def package_index(tmp_path_factory):
+    """No test reaches PyPI: every environment built in the session (here or in a process a test starts) comes
+    from build/test-wheels/ (`make test` downloads them), served on loopback. A test may set its own index."""
+    try:
+        wheels = downloaded_wheels()
+    except FileNotFoundError as e:
+        pytest.fail(str(e), pytrace=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("GRADER_PIP_EXTRA_INDEX_URL", raising=False)  # no index of the machine's either
+        for url in serve_index(tmp_path_factory.mktemp("package-index"), wheels):
+            patch.setenv("GRADER_PIP_INDEX_URL", url)  # in os.environ: processes the tests start inherit it
+            yield url
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""Per-assignment environments: real installs from PyPI, in bubblewrap, cached, built once, clear errors.
+"""Per-assignment environments: real installs, in bubblewrap, cached, built once, clear errors. The index is the
+tests' own on loopback (tests/package_index.py: the wheels `make test` downloads), standing for PyPI.
 
 Small pure-Python packages keep this quick: `six` (not in the grader's environment) and `iniconfig`
 (in the grader's environment, pinned here to an older version to check that the environment's own
@@ -70,7 +71,7 @@ def cache_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def built(cache_dir):
-    """One real build: six (new) and an older iniconfig than the grader's, from PyPI."""
+    """One real build: six (new) and an older iniconfig than the grader's, from the index."""
     requirements = requirements_of(autograder_zip(pip=["six", SHADOWED]))
     return requirements, prepare(requirements, cache_dir)
 

@@ -4,10 +4,7 @@ package index (a wheel of random bytes stands for a gigabyte of CUDA libraries, 
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
-import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +15,7 @@ from autograder import environment
 from autograder.environment import EnvironmentBuildError, Requirements, lookup, prepare
 from autograder.sandbox import builds
 from autograder.sandbox.cgroups import Limits as CgroupLimits
+from tests.package_index import serve_index
 
 HEAVY_MB = 160
 
@@ -36,31 +34,6 @@ def wheel(folder: Path, name: str, version: str, payload_mb: int = 0) -> Path:
         for name_in_zip, data in files.items():
             zf.writestr(name_in_zip, data)
     return path
-
-
-def serve_index(root: Path, wheels: list[Path]) -> Iterator[str]:
-    """A PEP 503 index of `wheels` on loopback; yields its URL."""
-    for path in wheels:
-        project = root / "simple" / path.name.split("-")[0].replace("_", "-")  # its normalised name
-        project.mkdir(parents=True, exist_ok=True)
-        links = project / "index.html"
-        old = links.read_text() if links.exists() else ""
-        links.write_text(old + f'<a href="/{path.name}">{path.name}</a>\n')
-        os.link(path, root / path.name)
-    handler = functools.partial(QuietHandler, directory=str(root))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}/simple"
-        finally:
-            server.shutdown()
-            thread.join()
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")
