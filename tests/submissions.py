@@ -23,6 +23,9 @@ from pathlib import Path
 import nbformat
 from otter.test_files import ExceptionTestFile
 
+from tests import otter_forks
+from tests.otter_forks import Run
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "corpus"
 DIST = ROOT / "dist"
@@ -160,11 +163,13 @@ def submission_notebook(
 
 
 class OtterRun:
-    """Stock `otter run` on one notebook, started in the background so several can run at once.
+    """Stock `otter run` on one notebook, started in the background so several can run at once (a fork of a
+    process that has imported Otter: tests/otter_forks.py).
 
     The file is named like the assignment's notebook (`filename`): under another name Otter's injected
     `otter.Notebook("decode.ipynb")` fails and its `grader.check` calls are skipped. `python` is the
-    interpreter that runs Otter and the kernel (an assignment's environment, for its packages).
+    interpreter that runs Otter and the kernel (an assignment's environment, for its packages). `fork=False`
+    starts `python -m otter run` from nothing, as a benchmark of stock Otter must.
     """
 
     # Two kernels starting at once can race for the same ports (jupyter_client picks free ports, then
@@ -179,35 +184,37 @@ class OtterRun:
         zip_path: Path = AUTOGRADER_ZIP,
         filename: str = "decode.ipynb",
         python: str = sys.executable,
+        fork: bool = True,
     ) -> None:
         self.submission, self.out = workdir / "sub" / filename, workdir / "out"
         self.submission.parent.mkdir(parents=True)
         self.out.mkdir()
         nbformat.write(notebook, self.submission)
-        self.command = [python, "-m", "otter", "run", "-a", str(zip_path), "-o", str(self.out)]
-        self.command.append(str(self.submission))
-        self.process = self._start()
+        self.python, self.fork = python, fork
+        self.args = ["run", "-a", str(zip_path), "-o", str(self.out), str(self.submission)]
+        self.stderr = workdir / "otter-run.stderr"
+        self.run = self._start()
 
-    def _start(self) -> subprocess.Popen:
-        return subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    def _start(self) -> Run:
+        return otter_forks.start(self.python, self.args, self.stderr, self.fork)
 
-    def _wait(self, timeout: float) -> bytes:
-        """otter run's stderr once it has finished; past the timeout it is killed with its kernel."""
+    def _wait(self, timeout: float) -> int:
+        """otter run's exit status once it has finished; past the timeout it is killed with its kernel."""
         try:
-            return self.process.communicate(timeout=timeout)[1]
+            return self.run.wait(timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.communicate()
+            os.killpg(self.run.started(timeout=10), signal.SIGKILL)
+            self.run.wait(timeout=60)
             raise
 
     def scores(self, timeout: float = 300) -> dict[str, float]:
         """Per-question scores from results.json, once the run has finished."""
-        stderr = self._wait(timeout)
-        if self.process.returncode != 0 and any(message in stderr.decode() for message in self.STARTUP_RACE):
-            self.process = self._start()
-            stderr = self._wait(timeout)
-        if self.process.returncode != 0:
-            raise RuntimeError(f"otter run failed: {stderr.decode()[-2000:]}")
+        code = self._wait(timeout)
+        if code != 0 and any(message in self.stderr.read_text() for message in self.STARTUP_RACE):
+            self.run = self._start()
+            code = self._wait(timeout)
+        if code != 0:
+            raise RuntimeError(f"otter run failed: {self.stderr.read_text()[-2000:]}")
         results = json.loads((self.out / "results.json").read_text())
         scores = {t["name"]: t["score"] for t in results["tests"] if "score" in t}
         if not scores:  # Otter's "Autograder Failed": no question was graded
