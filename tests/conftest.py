@@ -12,17 +12,20 @@ from tests.lti_service.conftest import start_lms
 from tests.package_index import downloaded_wheels, serve_index
 from tests.submissions import AUTOGRADER_ZIP, ROOT, SOLUTION_NOTEBOOK, STUDENT_NOTEBOOK, load_test_sources
 
-LONGEST_FIRST = (  # the files that take longest, longest first (seconds each, run alone, December 2026)
-    "tests/parity/test_parity.py",  # 138: stock `otter run` on every notebook of the parity corpus
-    "tests/e2e/test_lite_browser.py",  # 96: Pyodide starting in Chromium, seven times
-    "tests/lti_service/test_reliability.py",  # 70
-    "tests/autograder/test_attacks.py",  # 51
-    "tests/lti_service/test_assignment_cli.py",  # 49
-    "tests/lti_service/test_scale_out.py",  # 40
-    "tests/lti_service/test_setup.py",  # 39
-    "tests/e2e/test_browser.py",  # 39
-    "tests/lti_service/test_assignments.py",  # 38
-    "tests/e2e/test_assignments_browser.py",  # 37
+LONGEST_FIRST = (  # the files that take longest, longest first (seconds each in a `make test`, December 2026)
+    "tests/parity/test_parity.py",  # 548: stock `otter run` on every notebook of the parity corpus
+    "tests/e2e/test_lite_browser.py",  # 279: Pyodide starting in Chromium, seven times
+    "tests/lti_service/test_reliability.py",  # 230
+    "tests/lti_service/test_assignment_cli.py",  # 176
+    "tests/lti_service/test_scale_out.py",  # 170
+    "tests/lti_service/test_assignments.py",  # 165
+    "tests/autograder/test_large_values.py",  # 161
+    "tests/autograder/test_attacks.py",  # 137
+    "tests/e2e/test_assignments_browser.py",  # 136
+    "tests/autograder/test_course_attacks.py",  # 102
+    "tests/e2e/test_teacher_states_browser.py",  # 98
+    "tests/e2e/test_browser.py",  # 87
+    "tests/autograder/test_cli.py",  # 84
 )
 
 
