@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from huey import Huey
     from huey.api import TaskWrapper
 
+    from .config import Config
+
 log = logging.getLogger("lti_service.jobs")
 DUE_BATCH = 50  # grades sent per poll round before the poll looks for lost attempts again
 TURN_CANDIDATES = 5  # attempts whose turn it is that a task tries, when other workers take the first ones
@@ -100,12 +102,7 @@ class Running:
 
 
 def build_queue(services: Services) -> Queue:
-    config = services.config
-    if config.queue_url:
-        huey = _huey_class(redis=True)("decode-grader", url=config.queue_url, results=False)
-    else:
-        huey = _huey_class(redis=False)("decode-grader", filename=str(config.data_dir / "queue.db"), results=False)
-
+    huey = _huey(services.config)
     running = Running()
 
     @huey.task(name="grade")
@@ -131,17 +128,16 @@ def build_queue(services: Services) -> Queue:
     return Queue(huey, grade, send_score, grade_preview, build_assignment, running)
 
 
-def _huey_class(redis: bool) -> type[Huey]:
-    """RedisHuey, or SqliteHuey imported without redis and psycopg: huey's storage module imports the clients of
-    all its storages that are installed (~0.15 s of every process's start). A Redis queue after a SQLite one in
-    the same process (only the tests build both) loads that module again, with redis."""
-    if redis:
-        import huey.storage
-        from huey import Huey
+def _huey(config: Config) -> Huey:
+    """Huey on Redis (QUEUE_URL) or on SQLite in DATA_DIR. huey's storage module imports the client of each of its
+    storages that is installed (redis, psycopg: ~0.15 s of every process's start): for SQLite it is imported with
+    them hidden, and loaded again with redis when a Redis queue follows a SQLite one in a process (the tests)."""
+    if config.queue_url:
+        from huey import Huey, storage
 
-        if huey.storage.Redis is None:  # imported by a SQLite queue's build_queue
-            importlib.reload(huey.storage)
-        return type("RedisHuey", (Huey,), {"storage_class": huey.storage.RedisStorage})
+        if storage.Redis is None:  # imported for a SQLite queue
+            importlib.reload(storage)
+        return Huey("decode-grader", storage_class=storage.RedisStorage, url=config.queue_url, results=False)
     hidden = [name for name in ("redis", "psycopg") if name not in sys.modules]
     sys.modules.update(dict.fromkeys(hidden))  # None there: `import redis` raises ImportError
     try:
@@ -149,7 +145,7 @@ def _huey_class(redis: bool) -> type[Huey]:
     finally:
         for name in hidden:
             del sys.modules[name]
-    return SqliteHuey
+    return SqliteHuey("decode-grader", filename=str(config.data_dir / "queue.db"), results=False)
 
 
 def grade_and_send(services: Services, attempt_id: int, in_turn: bool = True) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import DBAPIError
+
 if TYPE_CHECKING:
     from alembic.config import Config as AlembicConfig
 
@@ -22,7 +25,27 @@ def alembic_config(sqlalchemy_url: str) -> AlembicConfig:
 
 
 def upgrade(sqlalchemy_url: str) -> None:
-    """Bring the database to the newest schema (a no-op when it is already there)."""
+    """Bring the database to the newest schema. Every process of the tool starts with this; when the schema
+    is already the newest (every start but the first after an update) it reads one row and returns."""
+    if current_revision(sqlalchemy_url) == newest_revision():
+        return
     from alembic import command
 
     command.upgrade(alembic_config(sqlalchemy_url), "head")
+
+
+def newest_revision() -> str:
+    """The last migration: revisions are named after their files, numbered in the order they apply."""
+    return max(path.stem for path in (MIGRATIONS / "versions").glob("[0-9]*.py"))
+
+
+def current_revision(sqlalchemy_url: str) -> str | None:
+    """The revision the database is at (None for a new database)."""
+    engine = create_engine(sqlalchemy_url)
+    try:
+        with engine.connect() as connection:
+            return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except DBAPIError:  # no such table: a new database
+        return None
+    finally:
+        engine.dispose()

@@ -13,8 +13,6 @@ import typing as t
 from flask import has_request_context, request
 from pylti1p3.launch_data_storage.base import LaunchDataStorage
 from sqlalchemy import delete, func, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from ..db import Database, KeyValue, utcnow
 
@@ -52,8 +50,7 @@ class DatabaseLaunchDataStorage(LaunchDataStorage[t.Any]):
             "expires_at": utcnow() + dt.timedelta(seconds=min(exp or STATE_LIFETIME, STATE_LIFETIME)),
             "client": client_address(),
         }
-        insert = postgresql_insert if self.db.engine.dialect.name == "postgresql" else sqlite_insert
-        statement = insert(KeyValue).values(**row)
+        statement = self.db.insert(KeyValue).values(**row)
         statement = statement.on_conflict_do_update(
             index_elements=[KeyValue.key], set_={"value": row["value"], "expires_at": row["expires_at"]}
         )

@@ -114,6 +114,29 @@ def test_migrations_build_exactly_the_models_schema(tmp_path):
     command.check(alembic_config(url))
 
 
+def test_a_database_with_the_newest_schema_is_not_migrated_again(tmp_path, monkeypatch):
+    """Every process of the tool starts by migrating: at the newest revision (alembic's own head) it returns
+    without running Alembic; one revision behind, Alembic brings it up."""
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
+    from lti_service import migrate
+
+    url = f"sqlite:///{tmp_path / 'schema.db'}"
+    assert migrate.newest_revision() == ScriptDirectory.from_config(migrate.alembic_config(url)).get_current_head()
+    assert migrate.current_revision(url) is None
+    migrate.upgrade(url)
+    assert migrate.current_revision(url) == migrate.newest_revision()
+    calls = []
+    monkeypatch.setattr(command, "upgrade", lambda *args: calls.append(args))
+    migrate.upgrade(url)
+    assert calls == []
+    monkeypatch.undo()
+    command.downgrade(migrate.alembic_config(url), "-1")
+    migrate.upgrade(url)
+    assert migrate.current_revision(url) == migrate.newest_revision()
+
+
 def test_a_platform_or_deployment_added_elsewhere_is_found_at_once(services):
     """The CLI adds to the database; a running server's cached directory looks again when it finds nothing."""
     from lti_service.platforms import PlatformDirectory
