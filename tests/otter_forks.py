@@ -102,6 +102,12 @@ class OtterForks:
             with run.changed:
                 run.pid, run.code = reply.get("pid", run.pid), reply.get("code", run.code)
                 run.changed.notify_all()
+        with self.lock:  # the server has ended: runs it never answered fail now, not at their timeout
+            unanswered = [run for run in self.runs.values() if run.code is None]
+        for run in unanswered:
+            with run.changed:
+                run.code = -1
+                run.changed.notify_all()
 
     def close(self) -> None:
         self.process.stdin.close()
