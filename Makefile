@@ -21,7 +21,8 @@ run: $(INSTALLED) system-deps assignment lite bytecode
 # past their limits). Then the tests that assert how long something takes (marked `alone`), one at a time.
 TEST_JOBS ?= 4
 
-test: $(INSTALLED) system-deps assignment lite lint bytecode test-wheels
+test: $(INSTALLED) system-deps
+	@$(MAKE) --no-print-directory --jobs=3 assignment lite lint bytecode test-wheels  # independent: side by side
 	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "not alone"
 	$(PY) -m pytest -m alone
 
@@ -55,11 +56,14 @@ format: $(INSTALLED)
 	$(PY) -m ruff format .
 
 # Python packages live in .venv; reinstalled when pyproject.toml changes. The checkout is put on the path
-# by a plain .pth line (editable_mode=compat: no import hook to load at every start).
+# by a plain .pth line (editable_mode=compat: no import hook to load at every start). uv installs them (the
+# same versions pip resolves, in 6 s rather than pip's 33 s from a warm cache); pip stays, upgraded, for the
+# grader's environment builds.
 $(INSTALLED): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || (rm -rf $(VENV) && python3 -m venv $(VENV))
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]" --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet "uv>=0.9,<1"
+	$(VENV)/bin/uv pip install --quiet --python $(PY) --upgrade-package pip pip -e ".[dev]" \
+		--config-settings editable_mode=compat
 	@touch $@
 
 # Bytecode for our own packages, as pip writes it for installed ones (PYTHONDONTWRITEBYTECODE may be set):

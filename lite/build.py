@@ -36,6 +36,8 @@ KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 # JupyterLite's build tools live in a venv of their own (build/lite-tools), not in .venv: .venv is the grader's
 # environment, and what is installed there counts as provided to every assignment.
 TOOLS = OUT.parent / "lite-tools"
+UV = Path(sys.executable).with_name("uv")
+"""the installer `make` puts beside the grader's Python (pip's resolution, in a fifth of its time)"""
 TOOLS_LABEXTENSIONS = TOOLS / "share" / "jupyter" / "labextensions"
 # The lab extensions the site carries: the kernel (from the tools), widgets (the notebook's sliders) and ipylab
 # (Otter's check imports it), from .venv, the same versions as the wheels the kernel loads. Not every one in
@@ -247,10 +249,11 @@ def build_tools(pins: dict) -> None:
     if stamp.exists() and stamp.read_text() == wanted:
         return
     shutil.rmtree(TOOLS, ignore_errors=True)
-    run([sys.executable, "-m", "venv", str(TOOLS)], "making the venv for JupyterLite's build tools")
+    run([sys.executable, "-m", "venv", "--without-pip", str(TOOLS)], "making the venv for JupyterLite's build tools")
     requirements = TOOLS / "requirements.txt"
     requirements.write_text(wanted)
-    run([str(TOOLS / "bin" / "pip"), "install", "--quiet", "-r", str(requirements)], "installing JupyterLite")
+    install = [str(UV), "pip", "install", "--quiet", "--python", str(TOOLS / "bin" / "python"), "-r", str(requirements)]
+    run(install, "installing JupyterLite")
     stamp.write_text(wanted)
 
 
