@@ -63,7 +63,7 @@ $(INSTALLED): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || (rm -rf $(VENV) && python3 -m venv $(VENV))
 	$(PY) -m pip install --quiet "uv>=0.9,<1"
 	$(VENV)/bin/uv pip install --quiet --python $(PY) --upgrade-package pip pip -e ".[dev]" \
-		--config-settings editable_mode=compat
+		--config-settings editable_mode=compat --compile-bytecode
 	@touch $@
 
 # Bytecode for our own packages, as pip writes it for installed ones (PYTHONDONTWRITEBYTECODE may be set):

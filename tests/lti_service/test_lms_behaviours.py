@@ -125,6 +125,11 @@ def late_columns(platform_url: str, state: dict | None = None) -> list[dict]:
     return [item for item in state["line_items"] if item["context_id"] == "late"]
 
 
+TOOL_WAITS = 3.0
+"""seconds the tool waits for the platform in the test below: its token and the link's columns must come within
+them on a loaded machine (0.5 s did not, once: no column was ever asked for); only creating the column is slower"""
+
+
 def test_scores_wait_for_a_column_the_platform_failed_to_create(tmp_path, built_assignment, monkeypatch):
     """The first try to create a plain link's column times out (the platform is too slow; it makes the column
     after the tool gave up): the page says so, the attempt is kept, and a later launch finds that column instead
@@ -141,7 +146,7 @@ def test_scores_wait_for_a_column_the_platform_failed_to_create(tmp_path, built_
     from lti_service.submissions.grading import create_attempt
 
     monkeypatch.setattr(columns, "CLAIM", dt.timedelta(0))  # a later launch may try again at once
-    services = Services.from_config(Config(data_dir=tmp_path, http_timeout=0.5))
+    services = Services.from_config(Config(data_dir=tmp_path, http_timeout=TOOL_WAITS))
     with ServerThread(create_app(services=services), "127.0.0.1") as tool:  # serves the JWKS the platform checks
         with start_platform(tool.url, test_hooks=True) as platform:
             registered = add_platform(services.db, platform.url, "decode-grader-dev", ["1"], f"{platform.url}/auth",
@@ -150,7 +155,7 @@ def test_scores_wait_for_a_column_the_platform_failed_to_create(tmp_path, built_
             launch = Launch(id="l", platform_id=registered.id, context_id="late", resource_link_id="plain-late",
                             user_id="student-ada", message_type="LtiResourceLinkRequest",
                             claims={AGS_CLAIM: ags})  # fmt: skip
-            requests.post(f"{platform.url}/_test/config", json={"lineitems_delay": 2}, timeout=10)
+            requests.post(f"{platform.url}/_test/config", json={"lineitems_delay": 2 * TOOL_WAITS}, timeout=10)
             assert columns.ensure_column(services, launch) == []  # timed out
             assert "could not be created yet" in columns.gradebook_problem(services, launch)
             assert "last try: " in columns.gradebook_problem(services, launch, for_staff=True)
