@@ -37,7 +37,7 @@ KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 # environment, and what is installed there counts as provided to every assignment.
 TOOLS = OUT.parent / "lite-tools"
 UV = Path(sys.executable).with_name("uv")
-"""the installer `make` puts beside the grader's Python (pip's resolution, in a fifth of its time)"""
+"""the installer `make` puts beside the grader's Python (pip's resolution, in a third of its time)"""
 TOOLS_LABEXTENSIONS = TOOLS / "share" / "jupyter" / "labextensions"
 # The lab extensions the site carries: the kernel (from the tools), widgets (the notebook's sliders) and ipylab
 # (Otter's check imports it), from .venv, the same versions as the wheels the kernel loads. Not every one in
