@@ -95,7 +95,10 @@ def private_redis():
 
 
 def grading_a_slow_notebook(lms):
-    """Ada's page once her notebook (which sleeps three seconds) is being graded."""
+    """Ada's page once her notebook (which sleeps three seconds) is being graded by the queue's task: uploaded once
+    the worker's queue consumer runs (uploaded before, it waited long enough for the worker's database poll to take
+    it first, seen once: then no task is running when Redis goes away)."""
+    assert wait_for(lambda: "Huey consumer started" in lms.tool.log.read_text())
     page = lms.open("student-ada", "decode-1")
     page.upload(slow_notebook(3))
     assert wait_for(lambda: [a["status"] for a in page.attempts()] == ["grading"])
