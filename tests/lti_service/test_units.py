@@ -86,6 +86,15 @@ LIS = "http://purl.imsglobal.org/vocab/lis/v2/"
         (["Learner"], False, True),
         ([f"{LIS}institution/person#Student"], False, False),
         (["Mentor", "urn:lti:role:ims/lis/Instructor", f"{LIS}membership#Instructorship"], False, False),
+        # a sub-role is a kind of its principal role: LIS's Learner#Instructor is a learner, not staff
+        ([f"{LIS}membership#Learner", f"{LIS}membership/Learner#Instructor"], False, True),
+        ([f"{LIS}membership/Learner#Instructor"], False, True),
+        ([f"{LIS}membership/Learner#Administrator", f"{LIS}membership/Mentor#ContentDeveloper"], False, True),
+        ([f"{LIS}membership/Learner#TeachingAssistant"], False, True),
+        (["TeachingAssistant", f"{LIS}membership#TeachingAssistant"], False, False),  # no such principal role
+        ([f"{LIS}membership#Instructor\n"], True, False),  # stripped, as before
+        ([f"{LIS}membership#Learner\nInstructor"], False, False),
+        ("Instructor", False, False),  # not a list: nothing
     ],
 )
 def test_roles_are_read_in_every_form_lti_allows(roles, staff, learner):
