@@ -120,7 +120,10 @@ class Answer:
     """sha256 of the answer's text (cell types and sources, trailing whitespace and empty cells left out, outputs
     too): the same text in two attempts gives the same digest"""
     found: bool
-    """False when the notebook has no region for the question (its marker cell was deleted)"""
+    """False when the notebook has no region for the question (its marker cell was deleted): `cells` are then
+    the cells where the answer should be (between the written answers found before and after it), which a
+    grader reads instead, and `digest` is theirs, never a blank answer's, so no grade of a blank answer is
+    carried over to text nobody read"""
     omitted_cells: int = 0
     """cells of the region past MAX_REGION_CELLS, not in `cells` nor in the digest"""
 
@@ -181,7 +184,7 @@ def answers(submission: bytes, questions: Sequence[WrittenQuestion]) -> dict[str
     for number, question in enumerate(questions):
         region = claimed.get(number)
         if region is None:
-            found[question.name] = Answer(question.name, (), EMPTY_DIGEST, False)
+            found[question.name] = _missing(question, cells, _gap(claimed, number, len(cells)))
         else:
             found[question.name] = _answer(question, cells, region)
     return found
@@ -538,6 +541,22 @@ def _answer(question: WrittenQuestion, cells: list[dict[str, Any]], region: _Reg
     return Answer(question.name, copies, _digest([cells[i] for i in kept]), True, len(inside) - len(kept))
 
 
+def _gap(claimed: dict[int, _Region], number: int, count: int) -> range:
+    """Where question `number`'s answer is, when its marker is gone: after the region of the nearest question
+    before it that was found, up to the marker of the nearest one after it."""
+    before = [region.end for n, region in claimed.items() if n < number]
+    after = [region.head for n, region in claimed.items() if n > number]
+    return range(max(before, default=0), min(after, default=count))
+
+
+def _missing(question: WrittenQuestion, cells: list[dict[str, Any]], gap: range) -> Answer:
+    inside = [i for i in gap if not _begin(cells[i]) and not _ends(cells[i])]
+    kept = inside[:MAX_REGION_CELLS]
+    copies = tuple(_copy_cell(cells[i]) for i in kept)
+    digest = hashlib.sha256(b"not found\n" + _digest([cells[i] for i in kept]).encode()).hexdigest()
+    return Answer(question.name, copies, digest, False, len(inside) - len(kept))
+
+
 def _without_prompt(cells: list[dict[str, Any]], inside: list[int], prompt_key: str) -> list[int]:
     """Leaves out the leading cells that are the rest of the prompt (Otter 7 hands out a prompt of several
     markdown cells as several locked cells): those Otter would, and only if their text is in the prompt."""
@@ -562,7 +581,7 @@ def _digest(cells: list[dict[str, Any]]) -> str:
 
 
 EMPTY_DIGEST = _digest([])
-"""the digest of an answer with nothing written (or not found)"""
+"""the digest of an answer with nothing written"""
 
 
 # --- bounded copies ----------------------------------------------------------------------------------------

@@ -24,7 +24,15 @@ from ..written import grades
 from ..written.questions import link_questions, total_points, written_points
 from . import queue, services, site
 from .downloads import NOTEBOOK_TYPE, file_download
-from .launches import adding_note, check_csrf, csrf_token, current_launch, is_staff, may_add_assignments
+from .launches import (
+    adding_note,
+    check_csrf,
+    csrf_token,
+    current_launch,
+    is_staff,
+    may_add_assignments,
+    open_staff_window,
+)
 from .staff import dashboard_page
 
 bp = Blueprint("pages", __name__, url_prefix="/a")
@@ -49,6 +57,12 @@ def assignment(launch_id: str):
     if is_staff(launch) and launch.message_type == "LtiResourceLinkRequest":
         return dashboard_page(launch)
     return assignment_page(launch, notice=_same_notice())
+
+
+@bp.post("/<launch_id>/window")
+def staff_window(launch_id: str):
+    """Course staff whose frame keeps no cookie open their pages in a window of their own (views/launches.py)."""
+    return open_staff_window(launch_id)
 
 
 @bp.get("/<launch_id>/student")
@@ -215,7 +229,7 @@ def attempt_rows(launch: Launch, rules: SubmissionRules) -> list[dict]:
 def written_rows(launch: Launch, attempts: list[Attempt], settings: LinkSettings) -> dict[int, list[dict]]:
     """For each graded attempt (oldest first given), its written answers as the student may see them: the
     points, rubric items and comment once staff released them, and whether the grade is kept from an earlier
-    attempt with the same answer."""
+    attempt with the same answer. Before release nothing says whether an answer was graded yet."""
     questions = link_questions(versions.version_for(services(), launch), settings)
     if not questions:
         return {}
@@ -231,9 +245,10 @@ def written_rows(launch: Launch, attempts: list[Attempt], settings: LinkSettings
             digest = (attempt.written or {}).get(question.name, "")
             first = first_with.setdefault((question.name, digest), number)
             grade = user_book.grade(launch.user_id, question, digest)
-            shown = grade is not None and settings.written_released
+            shown = bool(settings.written_released and grade is not None)
             rows[attempt.id].append({
-                "name": question.name, "max": question.points, "graded": grade is not None, "released": shown,
+                "name": question.name, "max": question.points, "graded": shown, "released": shown,
+                "awaiting_release": not settings.written_released,
                 "points": user_book.score(grade, question) if shown else None,
                 "rubric": [{"points": user_book.items[i].points, "text": user_book.items[i].text} for i in grade.items
                            if i in user_book.items and not user_book.items[i].removed] if shown else [],

@@ -208,19 +208,26 @@ def grade(launch_id: str, question: str, ref: str):
     try:
         marks = grades.checked_marks(link.book, asked, form.getlist("item"), form.get("adjustment", ""),
                                      form.get("comment", ""))  # fmt: skip
-        seen = int(form.get("revision", "0"))
+        seen = _revision(form.get("revision", "0"))
         if answer.digest != form.get("digest"):
             raise grades.GradeRefused(
                 "The student submitted a new answer since you opened this one; it is shown now: grade it again."
             )
         grades.save(services(), link.key, answer, asked, marks, seen, link.launch.user_name or link.launch.user_id)
-    except (grades.GradeRefused, ValueError) as refused:
+    except grades.GradeRefused as refused:
         return _answer_page(link, asked, ref, error=str(refused))
     except grades.Conflict as conflict:
         return _answer_page(_link(launch_id), asked, ref, conflict=conflict, mine=marks)
     _resend(link, [answer.user_id])
     target = _after_save(link, asked, ref, form.get("then", "next"))
     return redirect(target, 303)
+
+
+def _revision(text: str) -> int:
+    """The revision a grading form was made from (a garbled one is refused in the grader's words)."""
+    if not text.isascii() or not text.isdigit() or len(text) > 10:
+        raise grades.GradeRefused(grades.STALE_FORM)
+    return int(text)
 
 
 def _after_save(link: Link, question: Question, ref: str, then: str) -> str:

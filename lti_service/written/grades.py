@@ -26,6 +26,8 @@ from ..services import Services
 from .questions import MAX_POINTS, Question, as_written, link_questions
 
 MAX_COMMENT = 10_000
+MAX_REVISION = 1_000_000_000
+STALE_FORM = "This grading form does not match any saved grade of this answer: reload the answer and grade it again."
 
 
 class GradeRefused(ValueError):
@@ -266,7 +268,9 @@ def save(
     services: Services, key: dict, answer: Answer, question: Question, marks: Marks, seen: int, grader: str
 ) -> WrittenGrade:
     """Save a grade of the answer over revision `seen` (0: there was none); Conflict when another save came
-    first."""
+    first, GradeRefused when `seen` names no revision this answer ever had (a forged or garbled form)."""
+    if not 0 <= seen <= MAX_REVISION:
+        raise GradeRefused(STALE_FORM)
     values = dict(items=list(marks.items), adjustment=marks.adjustment, comment=marks.comment,
                   graded_by=grader[:400], graded_at=utcnow())  # fmt: skip
     where = dict(**key, user_id=answer.user_id, question=question.name, digest=answer.digest)
@@ -282,11 +286,14 @@ def save(
         saved = session.execute(
             update(WrittenGrade).filter_by(**where, revision=seen).values(revision=seen + 1, **values)
         )
+    current = _current(services, where)
+    if current is None or (saved.rowcount != 1 and current.revision <= seen):
+        raise GradeRefused(STALE_FORM)
     if saved.rowcount != 1:
-        raise Conflict(_current(services, where))
-    return _current(services, where)
+        raise Conflict(current)
+    return current
 
 
-def _current(services: Services, where: dict) -> WrittenGrade:
+def _current(services: Services, where: dict) -> WrittenGrade | None:
     with services.db.session() as session:
-        return session.scalars(select(WrittenGrade).filter_by(**where)).one()
+        return session.scalars(select(WrittenGrade).filter_by(**where)).first()

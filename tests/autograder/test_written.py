@@ -352,8 +352,25 @@ def test_a_deleted_marker_cell_loses_that_answer_only(built):
     nb = submit(built["student"], q1="mine", q3="plot()")
     del nb["cells"][marker_indices(nb)[1]]
     found = answers(dump(nb), from_master(built["master"]))
-    assert not found["q3"].found and found["q3"].cells == () and found["q3"].digest == EMPTY_DIGEST
+    assert not found["q3"].found and found["q3"].digest != EMPTY_DIGEST
     assert found["q1"].cells == ({"cell_type": "markdown", "source": "mine"},)
+
+
+def test_an_answer_whose_marker_was_deleted_is_shown_and_never_taken_for_a_blank_one(built):
+    """A student deletes a written question's marker and answers below it: the grader is shown the cells
+    where the answer should be, and their digest is never a blank answer's (a grade given to the blank answer
+    of an earlier attempt must not carry over to text nobody read)."""
+    questions = from_master(built["master"])
+    handed_out = answers(dump(built["student"]), questions)["q3"]
+    nb = submit(built["student"], q1="mine")
+    del nb["cells"][marker_indices(nb)[1]]
+    nb["cells"].append({"cell_type": "code", "source": "answer_below_the_marker()", "metadata": {}, "outputs": []})
+    found = answers(dump(nb), questions)["q3"]
+    assert not found.found and not found.blank and found.digest not in (handed_out.digest, EMPTY_DIGEST)
+    assert "answer_below_the_marker()" in [cell["source"] for cell in found.cells]
+    assert "mine" not in [cell["source"] for cell in found.cells]  # q1's answer is q1's, not q3's
+    nb["cells"][-1]["source"] = "another_answer()"
+    assert answers(dump(nb), questions)["q3"].digest != found.digest
 
 
 @pytest.mark.parametrize("where", [0, 1, 2, 3])
@@ -423,7 +440,7 @@ def test_random_edits_never_crash(built):
                                        {"cell_type": "markdown", "source": "<!-- BEGIN QUESTION -->"}])  # fmt: skip
         found = answers(dump({**base, "cells": cells}), questions)
         assert set(found) == {"q1", "q3"}
-        assert all(len(a.cells) <= MAX_REGION_CELLS and (a.found or a.cells == ()) for a in found.values())
+        assert all(len(a.cells) <= MAX_REGION_CELLS and (a.found or not a.blank) for a in found.values())
 
 
 def test_outputs_and_texts_are_kept_bounded(built):

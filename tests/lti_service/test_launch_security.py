@@ -6,6 +6,7 @@ message each case needs; the dev platform covers the good paths.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import time
@@ -20,8 +21,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from flask import Flask
 from jwcrypto.jwk import JWK
+from sqlalchemy import update
 
 from lti_dev_platform.serving import ServerThread
+from lti_service.db import Launch
 from tests.lti_service.tool import ToolProcess, browser_session
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
@@ -288,6 +291,89 @@ def test_platform_storage_stands_in_for_the_cookie(setup):
     assert page.status_code == 200 and "Download the notebook" in page.text
     again = iframe.post(verify, data={"state": state}, headers={"X-LTI-Storage-Check": "1"})
     assert_refused(tool, again, "login_expired")
+
+
+def storage_launch(tool, platform, **claims) -> tuple[requests.Session, str]:
+    """A launch confirmed through the platform's storage (a frame that keeps no cookie); its first page's URL."""
+    frame = requests.Session()
+    response = frame.get(f"{tool.url}/lti/login", params=login_params(tool, platform, lti_storage_target="_parent"))
+    fields = data_attributes(response.text)
+    query = parse_qs(
+        urlsplit(frame.get(urljoin(tool.url, fields["next"]), allow_redirects=False).headers["Location"]).query
+    )
+    state, nonce = query["state"][0], query["nonce"][0]
+    check = data_attributes(post_launch(tool, frame, state, platform.token(nonce, tool.url, **claims)).text)
+    confirmed = frame.post(
+        urljoin(tool.url, check["next"]), data={"state": state}, headers={"X-LTI-Storage-Check": "1"}
+    )
+    assert confirmed.status_code == 200, confirmed.text
+    return frame, urljoin(tool.url, confirmed.json()["url"])
+
+
+INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+
+
+def test_staff_pages_of_a_launch_without_a_cookie_open_only_in_a_window_of_their_own(setup):
+    """Course staff launched through the platform's storage (Canvas in Safari): the frame shows no staff page,
+    only the offer of a first-party window; that window is bound to its browser, once, and every URL of the
+    launch (pages, downloads) opens nothing in any other browser, even with the page's form token."""
+    platform, tool = setup
+    frame, url = storage_launch(tool, platform, sub="teacher-storage", **{LTI + "roles": [INSTRUCTOR]})
+    offer = frame.get(url)
+    assert offer.status_code == 403 and 'id="staff-window"' in offer.text and "Gradebook" not in offer.text
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', offer.text).group(1)
+    for path in ("", "/staff/scores.csv", "/staff/written", "/staff/insights", "/student", "/attempts.json"):
+        elsewhere = requests.get(url + path, timeout=10)
+        assert elsewhere.status_code in (403, 404), path
+        assert "teacher-storage" not in elsewhere.text and "Download scores" not in elsewhere.text
+
+    assert requests.post(f"{url}/window", data={"csrf_token": "forged"}, timeout=10).status_code == 400
+    window = browser_session()
+    opened = window.post(f"{url}/window", data={"csrf_token": csrf}, allow_redirects=False)
+    assert opened.status_code == 303 and "Partitioned" in opened.headers["Set-Cookie"]
+    dashboard = window.get(urljoin(tool.url, opened.headers["Location"]))
+    assert dashboard.status_code == 200 and "Download scores" in dashboard.text
+    assert window.get(f"{url}/staff/scores.csv").status_code == 200
+
+    thief = requests.Session()  # the same URLs and the form's token, in another browser: nothing
+    assert thief.post(f"{url}/window", data={"csrf_token": csrf}, allow_redirects=False).status_code == 404
+    for path in ("", "/staff/scores.csv", "/staff/written"):
+        assert thief.get(url + path, timeout=10).status_code == 404
+    assert frame.get(url).status_code == 404  # the frame itself: the launch is the window's now
+
+
+def test_a_late_window_for_staff_binds_nothing(setup):
+    """The offer works only soon after the launch: a launch's URL found later in a history binds nothing."""
+    platform, tool = setup
+    frame, url = storage_launch(tool, platform, sub="teacher-late", **{LTI + "roles": [INSTRUCTOR]})
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', frame.get(url).text).group(1)
+    launch_id = url.rstrip("/").rsplit("/", 1)[1]
+    services = tool.services()
+    try:
+        with services.db.session() as session:
+            session.execute(update(Launch).where(Launch.id == launch_id).values(created_at=dt.datetime(2000, 1, 1)))
+    finally:
+        services.db.engine.dispose()
+    late = frame.get(url)
+    assert late.status_code == 403 and 'id="staff-window"' not in late.text and "too long ago" in late.text
+    assert browser_session().post(f"{url}/window", data={"csrf_token": csrf}).status_code == 404
+
+
+def test_a_learner_with_the_learner_instructor_sub_role_gets_no_staff_page(setup):
+    platform, tool = setup
+    roles = [f"{LIS}membership#Learner", f"{LIS}membership/Learner#Instructor"]
+    session, state, nonce = login(tool, platform)
+    launch = post_launch(
+        tool, session, state, platform.token(nonce, tool.url, sub="learner-ta", **{LTI + "roles": roles})
+    )
+    url = tool.url + launch.headers["Location"]
+    page = session.get(url)
+    assert page.status_code == 200 and "Download the notebook" in page.text and "Download scores" not in page.text
+    for path in ("/staff/scores.csv", "/staff/written", "/staff/late-days"):
+        assert session.get(url + path).status_code in (403, 405), path
+
+
+LIS = "http://purl.imsglobal.org/vocab/lis/v2/"
 
 
 def page_link(html: str, element_id: str) -> str:

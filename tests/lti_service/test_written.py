@@ -198,13 +198,16 @@ def test_students_see_points_and_comments_only_once_staff_release_them(lms):
     grace.upload(notebook_bytes(written=GRACE_TEXT))
     grace.wait_graded(1)
     before = grace.session.get(grace.url, timeout=10).text
-    assert "not graded yet (2 points)" in before
+    assert "2 points: not released yet" in before
+    ungraded_data = grace.attempts()[0]["written"]
     staff = lms.open("instructor-turing", link)
     grade(staff, answer_refs(staff)["Grace Hopper"], ["1"], comment="Say which one the user feels.")
 
     unreleased = grace.session.get(grace.url, timeout=10).text + str(grace.attempts())
-    assert "your course staff have not released the points yet" in unreleased
+    assert "2 points: not released yet" in unreleased
     assert "Say which one the user feels." not in unreleased and "Both numbers are right" not in unreleased
+    assert grace.attempts()[0]["written"] == ungraded_data  # nothing says whether it was graded yet
+    assert ungraded_data[0]["graded"] is False and ungraded_data[0]["points"] is None
 
     saved = staff.session.post(f"{staff.url}/staff/written/settings", data={"csrf_token": staff.csrf, "released": "on"})
     assert saved.status_code == 200 and 'id="released" name="released" type="checkbox" checked' in saved.text
@@ -290,3 +293,50 @@ def test_students_cannot_open_the_grading_pages(lms):
         f"{grace.url}/staff/written/settings", data={"csrf_token": grace.csrf, "released": "on"}
     )
     assert posted.status_code == 403
+
+
+@pytest.mark.parametrize("revision", ["-1", "7", "abc", "99999999999999999999", "١"])
+def test_a_forged_grade_form_is_refused_in_words_and_saves_nothing(lms, revision):
+    """A revision no grade of the answer ever had (none saved yet, or a number out of any range) is refused
+    on the answer's page, never a server error, and no grade is saved."""
+    link = "written-forged"
+    grace = lms.open("student-grace", link)
+    if not grace.attempts():
+        grace.upload(notebook_bytes(written=GRACE_TEXT))
+        grace.wait_graded(1)
+    staff = lms.open("instructor-turing", link)
+    ref = answer_refs(staff)["Grace Hopper"]
+    page = staff_get(staff, f"/{QUESTION}/{ref}").text
+    form = {"csrf_token": staff.csrf, "revision": revision, "digest": form_value(page, "digest"),
+            "item": list(rubric_keys(page).values())[:1], "comment": "forged", "then": "stay"}  # fmt: skip
+    posted = staff.session.post(f"{staff.url}/staff/written/{QUESTION}/{ref}", data=form, timeout=30)
+    assert posted.status_code == 400, posted.text[-1500:]  # the answer page, with the refusal
+    assert "does not match any saved grade of this answer: reload the answer" in posted.text
+    assert "not graded yet" in staff_get(staff, f"/{QUESTION}/{ref}").text
+
+
+def test_an_answer_whose_marker_was_deleted_is_graded_anew_not_carried_over(lms):
+    """Attempt 1 leaves the written answer blank and is graded 0; attempt 2 deletes the question's marker cell
+    and answers below it: no grade is carried over to text no grader read, and the grader is led to it."""
+    import nbformat
+
+    link = "written-marker-deleted"
+    staff = lms.open("instructor-turing", link)
+    settings(staff, score_policy="latest")
+    ada = lms.open("student-ada", link)
+    ada.upload(notebook_bytes())  # the written answer as handed out
+    ada.wait_graded(1)
+    ref = answer_refs(staff)["Ada Lovelace"]
+    assert grade(staff, ref, []).status_code in (200, 303)
+    assert "graded 0 of 2" in staff_get(staff, f"/{QUESTION}/{ref}").text
+
+    notebook = nbformat.reads(notebook_bytes(written=ADA_TEXT).decode(), as_version=4)
+    (marker,) = [i for i, c in enumerate(notebook.cells) if "BEGIN QUESTION" in c.source and ADA_TEXT not in c.source]
+    del notebook.cells[marker]
+    ada.upload(nbformat.writes(notebook).encode())
+    ada.wait_graded(2)
+    page = staff_get(staff, f"/{QUESTION}/{ref}").text
+    assert "not graded yet" in page and "kept" not in page
+    assert ADA_TEXT in page  # the cells where the answer should be are shown to the grader
+    listing = staff_get(staff, f"/{QUESTION}").text
+    assert "not graded" in listing
