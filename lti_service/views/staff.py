@@ -222,9 +222,10 @@ def job_progress(launch_id: str, job_id: int):
     return batches.progress(job)
 
 
-@bp.get("/scores.csv")
+@bp.post("/scores.csv")
 def scores_csv(launch_id: str):
     launch = staff_launch(launch_id)
+    check_csrf(launch)
     rows = dashboard.score_rows(dashboard.build(services(), launch))
     return csv_download(f"scores-{launch.resource_link_id[:40]}.csv", dashboard.SCORE_COLUMNS, rows)
 
@@ -245,12 +246,14 @@ def attempt_detail(launch_id: str, attempt_id: int):
     attempt = link_attempt(launch, attempt_id)
     with services().db.session() as session:
         passback = session.scalars(select(Passback).filter_by(**link_key(launch), user_id=attempt.user_id)).first()
-    return render_template("attempt_detail.html", launch=launch, attempt=attempt,
+    return render_template("attempt_detail.html", launch=launch, attempt=attempt, csrf_token=csrf_token(launch),
                            gradebook=dashboard.gradebook_text(passback) if passback else None,
                            title=versions.version_for(services(), launch).title)  # fmt: skip
 
 
-@bp.get("/attempts/<int:attempt_id>/notebook")
+@bp.post("/attempts/<int:attempt_id>/notebook")
 def attempt_notebook(launch_id: str, attempt_id: int):
-    attempt = link_attempt(staff_launch(launch_id), attempt_id)
+    launch = staff_launch(launch_id)
+    check_csrf(launch)
+    attempt = link_attempt(launch, attempt_id)
     return file_download(attempt.notebook, f"attempt-{attempt.id}-{attempt.user_id[:40]}.ipynb", NOTEBOOK_TYPE)

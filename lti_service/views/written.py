@@ -239,11 +239,12 @@ def _after_save(link: Link, question: Question, ref: str, then: str) -> str:
     return url_for("written.answer_page", launch_id=link.launch.id, question=question.name, ref=following)
 
 
-@bp.get("/grades.csv")
+@bp.post("/grades.csv")
 def written_csv(launch_id: str):
     """Per student and question, the autograded and the written parts of the counting attempt (scores.csv keeps
     its columns; this is the by-question export)."""
     link = _link(launch_id)
+    check_csrf(link.launch)
     rows = []
     for user_attempts in grades.graded_attempts(services(), link.key).values():
         attempt = grades.with_digests(services(), counting_attempt(user_attempts, link.policy), link.questions)

@@ -144,7 +144,7 @@ def test_pages_met_when_something_is_refused_say_what_to_do_and_are_accessible(l
     assert_accessible(frame)
     page.goto(course_launch(lms, "student-grace", resource_link="states-refused"))
     frame = tool_frame(page)
-    frame.goto(frame.url.split("#")[0] + "/staff/scores.csv")
+    frame.goto(frame.url.split("#")[0] + "/staff/written")
     expect(frame.get_by_role("alert")).to_have_text(
         "This page is for the course's instructors and teaching assistants."
     )

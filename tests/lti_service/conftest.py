@@ -107,6 +107,12 @@ class StudentPage:
     def attempts(self) -> list[dict]:
         return self.session.get(f"{self.url}/attempts.json", timeout=10).json()["attempts"]
 
+    def download(self, path: str) -> requests.Response:
+        """A staff download, as its button fetches it: a POST with the page's token (200 expected)."""
+        response = self.session.post(f"{self.url}{path}", data={"csrf_token": self.csrf}, timeout=30)
+        assert response.status_code == 200, response.text[:500]
+        return response
+
     def wait_graded(self, count: int) -> list[dict]:
         """Attempts once `count` of them are done (graded or failed)."""
 

@@ -30,7 +30,7 @@ def test_dashboard_merges_the_roster_with_submissions(lms):
         assert '<svg role="img" aria-labelledby=' in figure and "<title" in figure and "<rect" in figure
     assert "1 scored 14–16" in page.html and "generate 100%" in page.html
 
-    rows = list(csv.DictReader(io.StringIO(page.session.get(f"{page.url}/staff/scores.csv").text)))
+    rows = list(csv.DictReader(io.StringIO(page.download("/staff/scores.csv").text)))
     assert {r["user_id"]: r["gradebook_score"] for r in rows} == {"student-ada": "16.0", "student-grace": ""}
 
 
@@ -56,7 +56,7 @@ def test_staff_view_of_an_attempt_and_its_notebook(lms):
     detail = page.session.get(f"{page.url}/staff/attempts/{attempt['id']}")
     assert detail.status_code == 200 and "hidden" in detail.text and "each call to next_token" in detail.text
     assert "asks for no package beyond the grader's own" in detail.text.replace("&#39;", "'")  # which versions ran
-    assert page.session.get(f"{page.url}/staff/attempts/{attempt['id']}/notebook").content == data
+    assert page.download(f"/staff/attempts/{attempt['id']}/notebook").content == data
 
 
 def test_a_student_whose_file_has_another_name_is_told_how_it_was_graded(lms):
@@ -76,7 +76,7 @@ def test_a_student_whose_file_has_another_name_is_told_how_it_was_graded(lms):
 def test_students_cannot_reach_the_dashboard_or_its_actions(lms):
     page = lms.open("student-grace", "dash-private")
     assert "Instructor dashboard" not in page.html and "Download the notebook" in page.html
-    for method, path in (("get", "scores.csv"), ("post", "regrade"), ("post", "resend"), ("post", "settings")):
+    for method, path in (("post", "scores.csv"), ("post", "regrade"), ("post", "resend"), ("post", "settings")):
         response = getattr(page.session, method)(f"{page.url}/staff/{path}", data={"csrf_token": page.csrf})
         assert response.status_code == 403, path
     assert page.session.get(f"{page.url}/staff/attempts/1").status_code == 403
@@ -92,7 +92,7 @@ def test_staff_of_another_course_see_nothing_of_this_one(lms):
         or "not submitted" in other.html
     )
     assert other.session.get(f"{other.url}/staff/attempts/{attempt['id']}").status_code == 404
-    assert "16.0" not in other.session.get(f"{other.url}/staff/scores.csv").text
+    assert "16.0" not in other.download("/staff/scores.csv").text
 
 
 def test_regrade_and_resend_show_progress_until_done(lms):

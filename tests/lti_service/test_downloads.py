@@ -50,6 +50,27 @@ def open_dashboard(platform, tool) -> tuple[requests.Session, str]:
     return open_page(platform, tool, sub="teacher", **{LTI + "roles": [INSTRUCTOR]})
 
 
+def page_csrf(session: requests.Session, page: str) -> str:
+    return re.search(r'name="csrf_token" value="([^"]+)"', session.get(page).text).group(1)
+
+
+def test_a_staff_download_url_fetches_nothing_opened_again_or_elsewhere(setup):
+    """A download's URL stays in the browser's downloads list: opened from there (a GET), with the page's
+    token from another browser, or without the token, it gives nothing; only the page's button fetches it."""
+    platform, tool, _, _ = setup
+    staff, page = open_dashboard(platform, tool)
+    csrf = page_csrf(staff, page)
+    attempt_id = re.search(r"/staff/attempts/(\d+)", staff.get(page).text).group(1)
+    for path in ("/staff/scores.csv", f"/staff/attempts/{attempt_id}/notebook", "/staff/written/grades.csv"):
+        assert staff.post(f"{page}{path}", data={"csrf_token": csrf}).status_code == 200, path
+        reopened = staff.get(f"{page}{path}")
+        assert reopened.status_code in (404, 405) and "Content-Disposition" not in reopened.headers, path
+        assert staff.post(f"{page}{path}", data={"csrf_token": "x"}).status_code == 400, path
+        elsewhere = requests.post(f"{page}{path}", data={"csrf_token": csrf}, timeout=10)
+        assert elsewhere.status_code == 404 and "Content-Disposition" not in elsewhere.headers, path
+        assert HOSTILE_ID not in reopened.text + elsewhere.text
+
+
 def filename_parameters(header: str) -> dict[str, str]:
     """The parameters of a Content-Disposition value, split as RFC 6266 reads them."""
     assert "\r" not in header and "\n" not in header
@@ -59,7 +80,7 @@ def filename_parameters(header: str) -> dict[str, str]:
 def test_scores_csv_cells_cannot_run_as_formulas(setup):
     platform, tool, _, _ = setup
     staff, page = open_dashboard(platform, tool)
-    download = staff.get(f"{page}/staff/scores.csv")
+    download = staff.post(f"{page}/staff/scores.csv", data={"csrf_token": page_csrf(staff, page)})
     rows = list(csv.DictReader(io.StringIO(download.text)))
     (row,) = [r for r in rows if r["user_id"] == HOSTILE_ID]
     assert row["name"] == "'" + HOSTILE_NAME and row["attempts"] == "1"
@@ -75,7 +96,9 @@ def test_notebook_downloads_keep_their_file_names_quoted(setup):
     platform, tool, student, page = setup
     staff, staff_page = open_dashboard(platform, tool)
     attempt_id = re.search(r"/staff/attempts/(\d+)", staff.get(staff_page).text).group(1)
-    download = staff.get(f"{staff_page}/staff/attempts/{attempt_id}/notebook")
+    download = staff.post(
+        f"{staff_page}/staff/attempts/{attempt_id}/notebook", data={"csrf_token": page_csrf(staff, staff_page)}
+    )
     assert download.status_code == 200 and download.content == notebook_bytes()
     params = filename_parameters(download.headers["Content-Disposition"])
     assert params["filename"] == f'"attempt-{attempt_id}-ada___filename__payload.exe.ipynb"'

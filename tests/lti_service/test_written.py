@@ -274,21 +274,24 @@ def test_the_csv_by_question_has_both_parts_and_the_scores_csv_keeps_its_columns
     ada.wait_graded(1)
     staff = lms.open("instructor-turing", link)
     grade(staff, answer_refs(staff)["Ada Lovelace"], ["1"], comment="=cmd|' /C calc'!A0")
-    rows = list(csv.DictReader(io.StringIO(staff_get(staff, "/grades.csv").text)))
+    rows = list(csv.DictReader(io.StringIO(staff.download("/staff/written/grades.csv").text)))
     written = [r for r in rows if r["kind"] == "written"]
     assert [(r["question"], r["points"], r["max_points"], r["comment"]) for r in written] == [
         (QUESTION, "1.0", "2.0", "'=cmd|' /C calc'!A0")
     ]  # a formula-looking comment stays text in a spreadsheet
     autograded = {r["question"]: r["points"] for r in rows if r["kind"] == "autograded"}
     assert autograded["decode_time"] == "0.0" and autograded["generate"] == "3.0"
-    scores = staff.session.get(f"{staff.url}/staff/scores.csv", timeout=10).text.splitlines()[0]
+    scores = staff.download("/staff/scores.csv").text.splitlines()[0]
     assert scores == "user_id,name,attempts,best,latest,gradebook_score,last_submitted,gradebook"
 
 
 def test_students_cannot_open_the_grading_pages(lms):
     grace = lms.open("student-grace", "written-forbidden")
-    for path in ("", f"/{QUESTION}", "/grades.csv"):
+    for path in ("", f"/{QUESTION}"):
         assert grace.session.get(f"{grace.url}/staff/written{path}", timeout=10).status_code == 403
+    assert (
+        grace.session.post(f"{grace.url}/staff/written/grades.csv", data={"csrf_token": grace.csrf}).status_code == 403
+    )
     posted = grace.session.post(
         f"{grace.url}/staff/written/settings", data={"csrf_token": grace.csrf, "released": "on"}
     )
