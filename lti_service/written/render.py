@@ -1,12 +1,17 @@
 """A student's written answer (and a question's prompt) as HTML for course staff, in which nothing a student
 wrote is active: no script, no style, no form, no frame, no request to another site.
 
-Markdown is rendered with raw HTML allowed (as Jupyter does), then everything goes through two allowlists:
-nh3 (an HTML5 sanitiser) keeps known-inert elements and attributes, and a second pass re-writes its output
-element by element, keeps only links to http, https and mailto and images that are checked data: URIs
-(a remote image would tell a third party who graded when), and escapes every text and attribute. The pages'
-Content-Security-Policy forbids scripts too, but this stands without it. Every size is bounded: a student's
-answer can be a 60 MB notebook.
+Markdown is rendered with raw HTML allowed (as Jupyter does), then everything goes through three passes. The
+first (`_bounded`, linear in its input) reads the markup and writes it again well nested: only allowed elements,
+inline elements closed at every block and at most MAX_INLINE of them open, at most MAX_DEPTH elements deep,
+at most MAX_ANSWER_NODES tags and runs of text per answer (the rest left out with a note). Without it the
+sanitiser's HTML5 parser re-opens every inline element left open at each new block, and its work, not only its
+output, grows with the square of the answer (a 60 KB answer took a minute and gigabytes). Then nh3 (an HTML5
+sanitiser) keeps known-inert elements and attributes, and a last pass re-writes its output element by element,
+keeps only links to http, https and mailto and images that are checked data: URIs of raster formats (a remote
+image would tell a third party who graded when; an SVG can cost the grader's browser any amount of work, so it
+is a note), and escapes every text and attribute. The pages' Content-Security-Policy forbids scripts too, but
+this stands without it. Every size is bounded: a student's answer can be a 60 MB notebook.
 """
 
 from __future__ import annotations
@@ -38,10 +43,26 @@ MAX_ANSWER_TEXT = 2 * 1024 * 1024
 MAX_ANSWER_MARKDOWN = 256 * 1024
 """characters of one answer rendered as markdown; past it, markdown is shown as plain text. markdown-it-py
 takes up to ~17 µs a character on hostile text ("[[[[...": 3.4 s for 200 KB), so this bounds a page's time"""
+MAX_ANSWER_NODES = 50_000
+"""tags and runs of text of one answer's HTML read (after markdown, before the sanitiser, comments and left-out
+elements included): this bounds the work of every pass; past it the rest of the answer is left out with a note"""
+MAX_INLINE = 16
+"""inline elements (bold, italic, link...) open at once; the ones inside are left out (their text kept)"""
+MAX_DEPTH = 32
+"""elements open at once; the ones inside are left out (their text kept). A parser's work per tag grows with it"""
+MAX_SPAN = 100
+"""columns or rows one table cell spans: a browser lays a table out in its cells' spans"""
 
+MISSING_MARKER = (
+    "The student deleted this question's marker cell, so its answer could not be told apart. Shown below: the "
+    "notebook's cells between the written answers before and after it, where the answer should be."
+)
+MISSING_CELLS = "The student's notebook has no answer to this question (its cells were removed)."
 REMOTE_IMAGE = "[an image from the web, not loaded]"
 INTERACTIVE = "(an interactive output, not shown)"
 DOWNLOAD = "download the notebook to see all of it"
+SVG_IMAGE = "An SVG image, not shown: download the notebook to see it."
+TOO_MANY_PARTS = f"The rest is not shown: the answer has too many parts to show here; {DOWNLOAD}."
 
 TAGS = {
     "a", "abbr", "b", "blockquote", "br", "caption", "cite", "code", "col", "colgroup", "dd", "del", "details",
@@ -62,9 +83,37 @@ ATTRIBUTES = {
 DROPPED_WITH_CONTENT = {"script", "style", "svg", "math", "template", "iframe", "object", "embed", "noscript",
                         "textarea", "select", "title"}  # fmt: skip
 """elements left out with everything inside them (other unknown elements are left out, their text kept)"""
+INLINE = {"a", "abbr", "b", "br", "cite", "code", "del", "dfn", "em", "i", "img", "ins", "kbd", "mark", "q", "s",
+          "samp", "small", "span", "strike", "strong", "sub", "sup", "tt", "u", "var", "wbr"}  # fmt: skip
+"""elements of TAGS kept inside a line of text; the others are blocks, which close every inline element open"""
+VOID = {"br", "col", "hr", "img", "wbr"}
+RAW_TEXT = {"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript", "plaintext"}
+"""elements whose content HTML reads as text up to their end tag, not as markup"""
+_ENDED_BY_BLOCKS = INLINE | {"p"}
+TABLE_PARENTS = {"caption": {"table"}, "colgroup": {"table"}, "col": {"table", "colgroup"}, "thead": {"table"},
+                 "tbody": {"table"}, "tfoot": {"table"}, "tr": {"table", "thead", "tbody", "tfoot"},
+                 "td": {"tr"}, "th": {"tr"}}  # fmt: skip
+"""the parts of a table, each kept only right inside its parent"""
+_SECTIONS = ("thead", "tbody", "tfoot", "caption", "colgroup")
+IMPLIED_ENDS = {"li": ({"li"}, {"ul", "ol"}), "dt": ({"dt", "dd"}, {"dl"}), "dd": ({"dt", "dd"}, {"dl"}),
+                "tr": ({"tr"}, {"table"}), "td": ({"td", "th"}, {"tr"}), "th": ({"td", "th"}, {"tr"}),
+                **dict.fromkeys(_SECTIONS, (set(TABLE_PARENTS), {"table"}))}  # fmt: skip
+"""a start tag that ends an open element of the first kind (HTML's optional end tags: `<li>a<li>b`), unless an
+element of the second kind is nearer"""
 LINK_SCHEMES = ("http://", "https://", "mailto:")
 IMAGE_TYPES = {"image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF", "image/webp": "WebP"}
-_DATA_URI = re.compile(r"data:(image/(?:png|jpeg|gif|webp|svg\+xml));base64,([A-Za-z0-9+/=\s]*)\Z", re.IGNORECASE)
+_DATA_URI = re.compile(r"data:(image/(?:png|jpeg|gif|webp));base64,([A-Za-z0-9+/=\s]*)\Z", re.IGNORECASE)
+_TOKEN = re.compile(
+    r"(?P<text>[^<]++)"
+    r"|<(?P<end>/?)(?P<name>[A-Za-z][^\t\n\f\r />]*+)(?P<attrs>(?:[^>\"']++|\"[^\"]*+\"|'[^']*+')*+)>"
+    r"|<!---?>|<!--(?:.*?-->|.*+)|<[!?][^>]*+>|</(?:[^A-Za-z>][^>]*+)?>"  # comments and declarations
+    r"|<[A-Za-z/!?].*+"  # a tag or comment never closed: the rest is inside it, as HTML reads it
+    r"|(?P<lt><)",
+    re.DOTALL,
+)
+"""one token of HTML; possessive and each alternative tried once per token, so linear in the markup"""
+_ATTRIBUTE = re.compile(r"""([^\s"'=/]++)(?:\s*+=\s*+("[^"]*+"|'[^']*+'|[^\s"']++))?|"[^"]*+"|'[^']*+'""")
+_RAW_END = {name: re.compile(rf"</{name}[\t\n\f\r />]|\Z", re.IGNORECASE) for name in RAW_TEXT - {"plaintext"}}
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
 _MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 
@@ -76,18 +125,25 @@ class _Budget:
     text: int = MAX_ANSWER_TEXT
     images: int = MAX_ANSWER_IMAGES
     markdown: int = MAX_ANSWER_MARKDOWN
+    nodes: int = MAX_ANSWER_NODES
     uri_chars: int = 0
     """characters of the images inlined so far (they count against `images`, not `text`)"""
 
 
 def answer_html(answer: Answer) -> str:
-    """The answer as HTML safe to insert in a page (`|safe`)."""
+    """The answer as HTML safe to insert in a page (`|safe`). An answer whose question marker the student
+    deleted is shown as the cells where it should be, under a note that says so."""
+    parts = []
     if not answer.found:
-        return _note("This question was not found in the notebook: its cells may have been deleted or moved.")
-    if answer.blank:
+        parts.append(_note(MISSING_MARKER if answer.cells else MISSING_CELLS))
+    elif answer.blank:
         return _note("Nothing written: the answer cells are empty or as handed out.")
-    budget, parts = _Budget(), []
+    budget = _Budget()
     for number, cell in enumerate(answer.cells):
+        if budget.nodes <= 0:
+            parts.append(_note(f"{len(answer.cells) - number} more cells not shown: the answer has too many parts to "
+                               f"show here; {DOWNLOAD}."))  # fmt: skip
+            break
         images_before = budget.uri_chars
         part = _cell_html(cell, budget)
         text = len(part) - (budget.uri_chars - images_before)
@@ -111,8 +167,6 @@ def notebook_answer_html(notebook: bytes, question: str, questions: list[Written
         found = answers(notebook, questions)[question]
     except WrittenError as error:
         return f"<p class='note'>This answer cannot be shown: {html.escape(str(error))}. Download the notebook.</p>"
-    if not found.found:
-        return "<p class='note'>The student's notebook has no answer to this question (its cells were removed).</p>"
     return answer_html(found)
 
 
@@ -151,6 +205,9 @@ def _outputs_html(outputs: list[Any], omitted: int, room: int, budget: _Budget) 
             omitted += len(outputs) - number
             break
         parts.append(part)
+        if budget.nodes <= 0:
+            omitted += len(outputs) - number - 1
+            break
     if omitted:
         parts.append(_note(f"{omitted} more outputs not shown; {DOWNLOAD}."))
     return "".join(f'<div class="answer-output">{part}</div>' for part in parts if part)
@@ -175,9 +232,11 @@ def _bundle_html(data: dict[str, Any], omitted: dict[str, int], budget: _Budget)
         return _note(INTERACTIVE)
     if "text/html" in data:
         return _clean(_cut(str(data["text/html"]), omitted.get("text/html", 0)), {}, budget)
-    for mime in ("image/svg+xml", *IMAGE_TYPES):
+    for mime in IMAGE_TYPES:
         if mime in data:
             return _image_output(mime, str(data[mime]), omitted.get(mime, 0), budget)
+    if "image/svg+xml" in data:
+        return _note(SVG_IMAGE)
     if "text/markdown" in data:
         return _markdown(_cut(str(data["text/markdown"]), omitted.get("text/markdown", 0)), {}, budget)
     for mime in ("text/latex", "text/plain"):
@@ -189,12 +248,10 @@ def _bundle_html(data: dict[str, Any], omitted: dict[str, int], budget: _Budget)
 def _image_output(mime: str, data: str, omitted: int, budget: _Budget) -> str:
     if omitted:
         return _note(f"An image of {_size(omitted * 3 // 4)} not shown (over {_size(MAX_IMAGE_BYTES)}); {DOWNLOAD}.")
-    if mime == "image/svg+xml":
-        data = base64.b64encode(data.encode()).decode()
     uri, refusal = _data_image(f"data:{mime};base64,{data}", budget)
     if uri is None:
         return _note(refusal)
-    alt = f"an output image ({mime.split('/')[1].split('+')[0].upper()})"
+    alt = f"an output image ({IMAGE_TYPES[mime]})"
     return f'<img src="{uri}" alt="{alt}">'
 
 
@@ -242,8 +299,9 @@ def _markdown(text: str, attachments: dict[str, Any], budget: _Budget) -> str:
 
 
 def _clean(markup: str, attachments: dict[str, Any], budget: _Budget) -> str:
+    bounded, complete = _bounded(markup, budget)
     sanitised = nh3.clean(
-        markup,
+        bounded,
         tags=TAGS,
         clean_content_tags=DROPPED_WITH_CONTENT,
         attributes=ATTRIBUTES,
@@ -254,7 +312,117 @@ def _clean(markup: str, attachments: dict[str, Any], budget: _Budget) -> str:
     writer = _Rewriter(attachments, budget)
     writer.feed(sanitised)
     writer.close()
-    return "".join(writer.out)
+    return "".join(writer.out) + ("" if complete else _note(TOO_MANY_PARTS))
+
+
+def _bounded(markup: str, budget: _Budget) -> tuple[str, bool]:
+    """(the markup written again by _Tree, whether all of it fit in the answer's budget of nodes). Linear: one
+    regular-expression match per token, each a constant amount of work besides what it consumes."""
+    tree, at = _Tree(), 0
+    while at < len(markup):
+        if budget.nodes <= 0:
+            return tree.close(), False
+        budget.nodes -= 1
+        token = _TOKEN.match(markup, at)
+        at = token.end()
+        if token["text"] is not None:
+            tree.text(token["text"])
+        elif token["lt"]:
+            tree.text("&lt;")
+        elif token["end"]:
+            tree.end(token["name"].lower())
+        elif token["name"] and token["name"].lower() in RAW_TEXT:
+            at = _raw_text(markup, at, token["name"].lower(), tree)
+        elif token["name"]:
+            tree.start(token["name"].lower(), token["attrs"])
+    return tree.close(), True
+
+
+def _raw_text(markup: str, at: int, name: str, tree: _Tree) -> int:
+    """Past a raw-text element (`<script>...</script>`): its content is text, kept unless the element is left
+    out with its content. Returns where its end tag ends."""
+    end = _RAW_END[name].search(markup, at).start() if name in _RAW_END else len(markup)
+    if name not in DROPPED_WITH_CONTENT:
+        tree.text(html.escape(markup[at:end], quote=False))
+    close = markup.find(">", end)
+    return len(markup) if close < 0 else close + 1
+
+
+class _Tree:
+    """The first pass's output: allowed elements only, well nested, shallow, and no inline element open across
+    a block, so the HTML5 parser behind it never re-opens one (its "active formatting elements")."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.open: list[str] = []
+        self.inline = 0
+        self.skipping: str | None = None
+        self.skipped = 0
+        """how many elements named `skipping` (left out with their content) are open"""
+
+    def text(self, text: str) -> None:
+        if self.skipping is None:
+            self.out.append(text)
+
+    def start(self, name: str, attrs: str) -> None:
+        if self.skipping is not None:
+            self.skipped += name == self.skipping
+        elif name in DROPPED_WITH_CONTENT:
+            if name != "embed" and not attrs.rstrip().endswith("/"):  # embed is void: nothing inside
+                self.skipping, self.skipped = name, 1
+        elif name in TAGS and self._fits(name):
+            self.out.append(f"<{name}{_kept_attributes(name, attrs)}>")
+            if name not in VOID:
+                self.open.append(name)
+                self.inline += name in INLINE
+
+    def end(self, name: str) -> None:
+        if self.skipping is not None:
+            self.skipped -= name == self.skipping
+            self.skipping = self.skipping if self.skipped else None
+        elif name in self.open:
+            self._close_to(name)
+
+    def close(self) -> str:
+        while self.open:
+            self._pop()
+        return "".join(self.out)
+
+    def _fits(self, name: str) -> bool:
+        """Whether the element may open here, after closing what HTML would close before it."""
+        if name in INLINE:
+            if name == "a" and "a" in self.open:
+                self._close_to("a")
+            return self.inline < MAX_INLINE and len(self.open) < MAX_DEPTH
+        while self.open and self.open[-1] in _ENDED_BY_BLOCKS:
+            self._pop()
+        if name in IMPLIED_ENDS:
+            ends, boundaries = IMPLIED_ENDS[name]
+            nearest = next((o for o in reversed(self.open) if o in ends or o in boundaries), None)
+            if nearest is not None and nearest in ends:
+                self._close_to(nearest)
+        parent = self.open[-1] if self.open else None
+        return len(self.open) < MAX_DEPTH and (name not in TABLE_PARENTS or parent in TABLE_PARENTS[name])
+
+    def _close_to(self, name: str) -> None:
+        while self._pop() != name:
+            pass
+
+    def _pop(self) -> str:
+        name = self.open.pop()
+        self.inline -= name in INLINE
+        self.out.append(f"</{name}>")
+        return name
+
+
+def _kept_attributes(name: str, attrs: str) -> str:
+    """The attributes of ATTRIBUTES[name] (the first of each name, as HTML reads them), written again."""
+    allowed, kept = ATTRIBUTES.get(name, ()), {}
+    for match in _ATTRIBUTE.finditer(attrs) if allowed else ():
+        key, value = (match[1] or "").lower(), match[2] or ""
+        if key in allowed and key not in kept:
+            kept[key] = html.unescape(value[1:-1] if value[:1] in ('"', "'") else value)
+    return "".join(f' {key}="{html.escape(value)}"' for key, value in kept.items())
 
 
 class _Rewriter(HTMLParser):
@@ -288,6 +456,8 @@ class _Rewriter(HTMLParser):
                 continue
             if name == "href" and not value.strip().lower().startswith(LINK_SCHEMES):
                 continue
+            if name in ("colspan", "rowspan") and not (value := _span(value)):
+                continue
             kept.append(f' {name}="{html.escape(value)}"')
         if tag == "a" and any(k.startswith(" href=") for k in kept):
             kept.append(' rel="noopener noreferrer nofollow"')
@@ -307,6 +477,11 @@ class _Rewriter(HTMLParser):
         return f'<img src="{uri}" alt="{alt}">'
 
 
+def _span(value: str) -> str:
+    """A table cell's colspan or rowspan, at most MAX_SPAN; "" if it is not a number."""
+    return str(min(int(value), MAX_SPAN)) if re.fullmatch(r"\s*[0-9]{1,6}\s*", value) else ""
+
+
 def _attachment(attachments: dict[str, Any], name: str) -> str:
     """A markdown cell's attached image (pasted into the cell) as a data: URI; "" if it has none by that name."""
     bundle = attachments.get(name)
@@ -323,6 +498,8 @@ def _attachment(attachments: dict[str, Any], name: str) -> str:
 
 def _data_image(uri: str, budget: _Budget) -> tuple[str | None, str]:
     """(a canonical data: URI, "") for an image that may be shown inline, else (None, why not)."""
+    if uri[:14].lower() == "data:image/svg":
+        return None, SVG_IMAGE
     if len(uri) > MAX_IMAGE_BYTES * 4 // 3 + 1024:
         return None, f"An image of {_size(len(uri) * 3 // 4)} not shown (over {_size(MAX_IMAGE_BYTES)}); {DOWNLOAD}."
     match = _DATA_URI.match(uri)
@@ -346,8 +523,6 @@ def _image_refusal(mime: str, data: bytes, budget: _Budget) -> str | None:
         return f"An image of {_size(len(data))} not shown (over {_size(MAX_IMAGE_BYTES)}); {DOWNLOAD}."
     if len(data) > budget.images:
         return f"An image not shown: the answer's images are over {_size(MAX_ANSWER_IMAGES)}; {DOWNLOAD}."
-    if mime == "image/svg+xml":
-        return None  # shown as an <img>, an SVG runs no script and loads nothing
     size = _dimensions(mime, data)
     if size is None:
         return f"An image that is not a valid {IMAGE_TYPES[mime]}."
