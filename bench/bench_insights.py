@@ -52,7 +52,7 @@ def median_seconds(run) -> tuple[float, object]:
 def main() -> None:
     code, copied = generated_class(STUDENTS, COPIES, seed=11)
     roster = students(code)
-    mistakes_s, mistakes = median_seconds(lambda: common_mistakes(roster, DAYS, anonymous=True))
+    mistakes_s, mistakes = median_seconds(lambda: common_mistakes(roster, DAYS))
     pairs_s, pairs = median_seconds(lambda: similar_pairs(code, HANDOUT))
     print(f"insights over {STUDENTS} students (median of {RUNS} runs)")
     print(f"  {'analysis':<16}{'seconds':>10}  result")

@@ -70,6 +70,9 @@ class Config:
     worker_poll: float = field(default_factory=lambda: float(_env("WORKER_POLL", "2")))
     """WORKER_POLL: seconds between a worker's looks in the database for work the queue does not carry
     (attempts queued for longer than twice this, expired leases, grades due for a retry)"""
+    insights_deadline: float = field(default_factory=lambda: float(_env("INSIGHTS_DEADLINE", "300")))
+    """INSIGHTS_DEADLINE: seconds one link's insights (common mistakes, similar submissions) may take; the
+    analysis runs in a process of its own that is stopped then, and staff are told it took too long"""
     warm_sandboxes: int = field(default_factory=lambda: int(_env("WARM_SANDBOXES", "2")))
     """WARM_SANDBOXES: sandboxes a worker process keeps started ahead for each of the assignments it graded
     last (its grading threads, usually; 0: each grading starts its own)"""

@@ -510,7 +510,11 @@ class LinkInsights(LinkScoped, Base):
     computed_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
     data: Mapped[dict | None] = mapped_column(JSON, nullable=True)
-    """{"students", "mistakes", "mistakes_anonymous", "pairs", "days"}: plain values, never a student's code run"""
+    """{"students", "days", "mistakes", "pairs"} (insights/cache.py SHAPE): plain values, never a student's code run"""
+    failure: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    """why the last computation did not finish, in staff's words (None once one finished)"""
+    failures: Mapped[int] = mapped_column(default=0, server_default="0")
+    """computations that did not finish since the last that did: the next waits longer (insights/cache.py)"""
 
 
 class WorkerHeartbeat(Base):

@@ -7,7 +7,9 @@ what is left to do, so the queue may lose or repeat a task: every worker process
 grades due for a retry; the same for preview grades of links moving to a new version, and assignments
 uploaded in the browser) and does it itself. Doing anything twice is harmless. While the process's queue
 consumer is running a task, the queue is busy and its waiting attempts are not lost: the poll then only
-takes over attempts whose worker died, so that one process grades one notebook at a time.
+takes over attempts whose worker died, so that one process grades one notebook at a time. When the queue is
+idle the poll also starts a link's insights, in a child process it looks after at each round without
+waiting for it (insights/runner.py), so that grading and lease heartbeats go on meanwhile.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING
 from .assignments import builds, moves
 from .db import Attempt, Launch, Passback, PreviewGrade, WorkerHeartbeat, utcnow
 from .gradebook import passback
-from .insights import cache as insights
+from .insights.runner import Analysis
 from .lti.storage import DatabaseLaunchDataStorage
 from .services import Services
 from .submissions import batches, grading
@@ -180,6 +182,8 @@ class DatabasePoll:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="database-poll", daemon=True)
         self._housekept_at = self._beat_at = 0.0
+        self._analysis: Analysis | None = None
+        """this worker's insights computation (a child process), while it runs"""
 
     def start(self) -> None:
         self._thread.start()
@@ -187,6 +191,8 @@ class DatabasePoll:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=30)
+        if self._analysis is not None:
+            self._analysis.abandon()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -199,8 +205,8 @@ class DatabasePoll:
                 self._stop.wait(self.interval)
 
     def round(self) -> bool:
-        """Send the grades that are due, then grade one attempt no worker holds; True when there was work
-        (the next round then starts at once)."""
+        """Send the grades that are due, then grade one attempt no worker holds, then other work; True when there
+        was work (the next round then starts at once)."""
         self._beat()
         if time.monotonic() - self._housekept_at >= HOUSEKEEPING_EVERY:
             self._housekeeping()
@@ -212,11 +218,11 @@ class DatabasePoll:
         if attempt_id is not None:
             log.info("picking up attempt %s from the database", attempt_id)
             grade_and_send(self.services, attempt_id, in_turn=lost is not None)  # busy: only a dead worker's
-        return bool(due) or attempt_id is not None or self._assignment_work(lost)
+        work = bool(due) or attempt_id is not None or self._assignment_work(lost)
+        return self._insights(start=not work and lost is not None) or work
 
     def _assignment_work(self, lost: dt.timedelta | None) -> bool:
-        """A preview grade, or else an uploaded assignment, that no worker holds, or else (the queue idle) a link's
-        insights to compute; True when there was one."""
+        """A preview grade, or else an uploaded assignment, that no worker holds; True when there was one."""
         preview_id = grading.unclaimed(self.services, queued_for=lost, job=PreviewGrade)
         if preview_id is not None:
             moves.grade_preview(self.services, preview_id)
@@ -225,7 +231,21 @@ class DatabasePoll:
         if build_id is not None:
             builds.run(self.services, build_id)
             return True
-        return lost is not None and insights.refresh_one(self.services)  # the queue idle: a link's insights
+        return False
+
+    def _insights(self, start: bool) -> bool:
+        """Look at this worker's insights computation without waiting (killed at its deadline) and, once it has
+        ended, store what it found; else, `start` (the worker idle), start one for a link that is due. True when
+        one ended (another link may be due)."""
+        analysis = self._analysis
+        if analysis is None:
+            self._analysis = Analysis.start(self.services) if start else None
+            return False
+        if analysis.running():
+            return False
+        self._analysis = None
+        analysis.finish()
+        return True
 
     def _beat(self) -> None:
         """Note that this worker process is alive (monitoring.py counts the recent ones), once per interval

@@ -1,9 +1,12 @@
 """The most common mistakes per question, read from the graders' staff results: what to re-teach, and whether
-it is shrinking as the deadline approaches. Pure functions over plain data (they run in a background job)."""
+it is shrinking as the deadline approaches. Pure functions over plain data (they run in a background job's
+child process, insights/runner.py). Every pattern over student text does bounded work per character (bounded
+quantifiers, bounded lines): a notebook cannot make them quadratic."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -17,8 +20,13 @@ MAX_HISTORY = 500  # graded attempts per student looked at for the trend (the la
 MAX_CODE = 20_000  # characters of a student's answer kept
 MAX_LINE = 300  # characters of a message's last line kept (it can quote student output)
 MAX_VALUE = 100
+MAX_GROUPS = 300  # mistakes kept (most common first): the rest, each of a student or two, would only bloat the page
+MAX_CHECKED = 200  # characters of a question's name in `grader.check("...")`, and of the spaces around it
 ANSWER_TAG = "otter_answer_cell"
-CHECK = re.compile(r"""grader\.check\(\s*(['"])(.*?)\1\s*\)""")
+_SPACE = rf"\s{{0,{MAX_CHECKED}}}"
+CHECK = re.compile(rf"""grader\.check\({_SPACE}(['"])([^'"\\\n]{{1,{MAX_CHECKED}}})\1{_SPACE}\)""")
+"""at most 3 * MAX_CHECKED steps from each `grader.check(`: a lazy `.*?` rescanned the rest of the line from
+every one of them (a line of 70,000 unclosed ones took hours)"""
 # numbers, not digits inside names ("gb_read_per_step", "x2"): "8e9", "-0.016", "1e-06"
 NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?!\w)")
 PLACEHOLDER = "<n>"
@@ -56,7 +64,8 @@ class Student:
 
 @dataclass(frozen=True)
 class Example:
-    student: str  # a name, or "Student N" when anonymous
+    user_id: str  # pages that hide names show the student's reference instead (links/refs.py), never these
+    name: str
     code: str
 
 
@@ -75,23 +84,21 @@ class Mistake:
 Key = tuple[str, str, str, str | None]
 
 
-def common_mistakes(
-    students: Sequence[Student], days: Sequence[date], anonymous: bool, examples: int = 3
-) -> list[Mistake]:
-    """Failures grouped by (question, test, message, wrong value) over the counting attempts, most common first."""
+def common_mistakes(students: Sequence[Student], days: Sequence[date], examples: int = 3) -> list[Mistake]:
+    """Failures grouped by (question, test, message, wrong value) over the counting attempts, the MAX_GROUPS
+    most common first."""
     students = list(students)[:MAX_STUDENTS]
     groups: dict[Key, list[Student]] = {}
     order: dict[tuple[str, str], int] = {}
     for student in students:
         for key in with_answers(failures(student.counting.result, order), student.answers):
             groups.setdefault(key, []).append(student)
-    labels = _labels(students, anonymous)
     trends = _trends(students, days, set(groups))
     ranked = sorted(groups.items(), key=lambda item: (-len(item[1]), order[item[0][:2]], item[0][2:3], str(item[0][3])))
     return [
-        Mistake(*key, len(members), len(members) / len(students), _examples(members, key[0], labels, examples),
+        Mistake(*key, len(members), len(members) / len(students), _examples(members, key[0], examples),
                 tuple(trends.get(key, [0] * len(days))))
-        for key, members in ranked
+        for key, members in ranked[:MAX_GROUPS]
     ]  # fmt: skip
 
 
@@ -119,6 +126,7 @@ def with_answers(keys: set[Key], answers: dict[str, str]) -> set[Key]:
     return {key if key[3] is not None else (*key[:3], literal_answer(answers.get(key[0], ""), key[0])) for key in keys}
 
 
+@functools.lru_cache(maxsize=1024)  # asked again for each attempt of the trend: the answer's code is the same
 def literal_answer(code: str, name: str) -> str | None:
     """The literal the answer's code assigns to `name` at its top level (the last such), or None."""
     try:
@@ -158,14 +166,7 @@ def _list(value: object) -> list:
     return value if isinstance(value, list) else []
 
 
-def _labels(students: Sequence[Student], anonymous: bool) -> dict[str, str]:
-    """Names, or "Student N" numbered by user id: the same student has the same N in every group and run."""
-    if not anonymous:
-        return {s.user_id: s.name for s in students}
-    return {user_id: f"Student {n}" for n, user_id in enumerate(sorted({s.user_id for s in students}), 1)}
-
-
-def _examples(members: Iterable[Student], question: str, labels: dict[str, str], limit: int) -> tuple[Example, ...]:
+def _examples(members: Iterable[Student], question: str, limit: int) -> tuple[Example, ...]:
     """Up to `limit` different (non-empty) answers, so staff see the mistake's variety, not one code thrice."""
     found: dict[str, Example] = {}
     for student in members:
@@ -173,7 +174,7 @@ def _examples(members: Iterable[Student], question: str, labels: dict[str, str],
         if len(found) >= limit:
             break
         if code.strip() and code not in found:
-            found[code] = Example(labels[student.user_id], code)
+            found[code] = Example(student.user_id, student.name, code)
     return tuple(found.values())
 
 
@@ -205,21 +206,23 @@ def _utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def answer_code(notebook: bytes | str | None, question: str) -> str:
-    """The code a submitted Otter notebook answers `question` with: its answer cells after the previous
-    `grader.check(...)` cell and before the one checking `question` ("" when there is none)."""
-    cells = _cells(notebook)
+def answer_codes(notebook: bytes | str | None, questions: Iterable[str]) -> dict[str, str]:
+    """The code a submitted Otter notebook answers each question with: its answer cells after the previous
+    `grader.check(...)` cell and before the first one checking that question ("" when there is none). One
+    pass over the notebook, read once."""
+    wanted = set(questions)
+    found: dict[str, str] = {}
     answer: list[str] = []
-    for cell in cells:
+    for cell in _cells(notebook):
         source = _source(cell)
-        checked = [found.group(2) for found in CHECK.finditer(source)]
-        if question in checked:
-            return "\n\n".join(answer)[:MAX_CODE]
+        checked = [match.group(2) for match in CHECK.finditer(source)]
+        for question in wanted.intersection(checked).difference(found):
+            found[question] = "\n\n".join(answer)[:MAX_CODE]
         if checked:
             answer = []
         elif ANSWER_TAG in _tags(cell):
             answer.append(source)
-    return ""
+    return {question: found.get(question, "") for question in wanted}
 
 
 def _cells(notebook: bytes | str | None) -> list[dict]:

@@ -11,7 +11,6 @@ the save whose revision is still current; the other is told (Conflict) and nothi
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 from sqlalchemy import select, update
@@ -21,6 +20,7 @@ from sqlalchemy.orm import defer
 from autograder.written import WrittenError, answers
 
 from ..db import AssignmentVersion, Attempt, RubricItem, WrittenGrade, utcnow
+from ..links.refs import student_ref
 from ..links.settings import counting_attempt, load
 from ..services import Services
 from .questions import MAX_POINTS, Question, as_written, link_questions
@@ -160,12 +160,6 @@ class Answer:
     """the number of an earlier attempt this grade was given on (same text), if it was not given on this one"""
 
 
-def answer_ref(key: dict, user_id: str) -> str:
-    """A student's answers' id in URLs: the same for every question of the link, and no name in it."""
-    text = "\n".join((str(key["platform_id"]), key["context_id"], key["resource_link_id"], user_id))
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-
 def graded_attempts(services: Services, key: dict) -> dict[str, list[Attempt]]:
     """Each student's graded attempts on the link, oldest first (their notebooks not loaded)."""
     with services.db.session() as session:
@@ -190,7 +184,7 @@ def answers_to_grade(services: Services, key: dict, policy: str, question: Quest
         grade = link_book.grade(user_id, question, digest)
         found.append(
             Answer(
-                answer_ref(key, user_id),
+                student_ref(services, key, user_id),
                 user_id,
                 counting.user_name or user_id,
                 counting,
