@@ -101,17 +101,19 @@ def _marked(code: str, spans: list) -> list[tuple[str, bool]]:
     return [piece for piece in [*pieces, (code[at:], False)] if piece[0]]
 
 
-@bp.get("/mistakes.csv")
+@bp.post("/mistakes.csv")
 def mistakes_csv(launch_id: str):
     launch, _, data, _, label = _stored(launch_id)
+    check_csrf(launch)
     rows = [[m["question"], m["test"], m["message"], m["value"], m["students"], round(m["share"], 4),
              " || ".join(f"{e['student']}: {e['code']}" for e in m["examples"])]
             for m in _mistakes(data, label)]  # fmt: skip
     return csv_download(f"mistakes-{launch.resource_link_id[:40]}.csv", MISTAKE_COLUMNS, rows)
 
 
-@bp.get("/similar.csv")
+@bp.post("/similar.csv")
 def similar_csv(launch_id: str):
     launch, _, data, _, label = _stored(launch_id)
+    check_csrf(launch)
     rows = [[p["a_label"], p["b_label"], round(p["score"], 4)] for p in _pairs(data, label)]
     return csv_download(f"similar-{launch.resource_link_id[:40]}.csv", PAIR_COLUMNS, rows)

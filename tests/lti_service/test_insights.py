@@ -117,9 +117,9 @@ def test_the_class_view_finds_the_planted_mistakes_and_the_copied_pair(lms: Lms)
     assert side_by_side.count("<mark>") >= 4 and "observed_lengths" in side_by_side and "seen" in side_by_side
     assert "never proof" in side_by_side and "never a penalty" in html
 
-    similar = list(csv.DictReader(io.StringIO(staff.session.get(f"{staff.url}/staff/insights/similar.csv").text)))
+    similar = list(csv.DictReader(io.StringIO(staff.download("/staff/insights/similar.csv").text)))
     assert [{r["student_a"], r["student_b"]} for r in similar] == [{"student-copy-one", "student-copy-two"}]
-    listed = list(csv.DictReader(io.StringIO(staff.session.get(f"{staff.url}/staff/insights/mistakes.csv").text)))
+    listed = list(csv.DictReader(io.StringIO(staff.download("/staff/insights/mistakes.csv").text)))
     assert sorted((r["question"], int(r["students"])) for r in listed) == sorted(
         (r["question"], r["students"]) for r in rows
     )
@@ -131,7 +131,9 @@ def names_nobody_without_names(staff: StudentPage, named: str) -> None:
     answers' references before, or numbers in the order of the ids) nor any name or id."""
     anonymous = view(staff, "?anonymous=1")
     side_by_side = get(staff, "/pairs/0?anonymous=1")
-    downloads = get(staff, "/mistakes.csv?anonymous=1") + get(staff, "/similar.csv?anonymous=1")
+    downloads = "".join(
+        staff.download(f"/staff/insights/{name}.csv?anonymous=1").text for name in ("mistakes", "similar")
+    )
     shown = anonymous + side_by_side + downloads
     names = set(re.findall(r"<summary>([^<]+)</summary>", named))
     names |= set(re.findall(r'<tr><th scope="row">([^<]+) and ([^<]+)</th>', named)[0])
