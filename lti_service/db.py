@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     DateTime,
     Float,
     ForeignKey,
@@ -394,6 +395,24 @@ class LiteDraft(LinkScoped, Base):
     path: Mapped[str] = mapped_column(String(300))
     content: Mapped[bytes] = mapped_column(LargeBinary)
     saved_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    revision: Mapped[int] = mapped_column(Integer, default=0)
+    """the student's LiteDraftUsage.revision when this was saved: a window that saw an older one is stale"""
+
+
+class LiteDraftUsage(LinkScoped, Base):
+    """What a student's drafts on one link hold together. Every draft change updates this row first, in its own
+    transaction (which locks the row): the quotas are compared and set here, and one student's saves on a link
+    happen one after the other, so a stale window is found by its revision."""
+
+    __tablename__ = "lite_draft_usage"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(400))
+    files: Mapped[int] = mapped_column(Integer, default=0)
+    size: Mapped[int] = mapped_column(BigInteger, default=0)
+    """bytes, of every file together"""
+    revision: Mapped[int] = mapped_column(Integer, default=0)
+    """raised by every change of the student's drafts on the link"""
 
 
 class RubricItem(LinkScoped, Base):

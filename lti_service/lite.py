@@ -112,7 +112,8 @@ def browser_fit(site: Site, requirements: str) -> BrowserFit:
 
 def legacy_store(secret: str, user_id: str, link: tuple[int, str, str]) -> str:
     """Where the tool's earlier versions kept this student's work on this link in the browser (IndexedDB, which
-    any code of the origin can read): the window moves it to the tool once, then deletes it (static/lite.js)."""
+    any code of the origin can read and write). The window hands its files to the tool once, which keeps them
+    apart and never over the student's work (lite_windows.recover), then deletes it (static/lite.js)."""
     key = json.dumps([user_id, *link])
     return "grader-" + hmac.new(secret.encode(), key.encode(), hashlib.sha256).hexdigest()[:32]
 
@@ -159,29 +160,37 @@ def notebook_path(files: dict[str, int]) -> str:
     return (top or notebooks or [""])[0]
 
 
-def listing(files: dict[str, int], directory: str, added: dt.datetime) -> dict | None:
-    """The contents model JupyterLite reads at api/contents/<directory>/all.json from files' paths and sizes,
-    or None for no such directory; every file dated when its version was added."""
-    stamp = added.replace(tzinfo=dt.UTC).isoformat()
+def listing(files: dict[str, tuple[int, dt.datetime]], directory: str) -> dict | None:
+    """The contents model JupyterLite reads at api/contents/<directory>/all.json from files' paths, sizes and
+    when each last changed (a handout file: when its version was added; a draft: when it was saved), or None for
+    no such directory. A folder is dated by its newest file."""
     prefix = f"{directory}/" if directory else ""
     entries: dict[str, dict] = {}
-    for path, size in files.items():
+    folders: dict[str, dt.datetime] = {}
+    for path, (size, changed) in files.items():
         if not path.startswith(prefix):
             continue
         name, _, rest = path[len(prefix) :].partition("/")
         if rest:
-            entries.setdefault(name, _model(prefix + name, "directory", None, stamp))
+            folders[name] = max(folders.get(name, changed), changed)
         else:
-            entries[name] = _model(path, NOTEBOOK_TYPE if name.endswith(".ipynb") else "file", size, stamp)
+            entries[name] = _model(path, NOTEBOOK_TYPE if name.endswith(".ipynb") else "file", size, changed)
+    entries |= {name: _model(prefix + name, "directory", None, changed) for name, changed in folders.items()}
     if directory and not entries:
         return None
-    model = _model(directory, "directory", None, stamp)
+    dates = [changed for path, (_, changed) in files.items() if path.startswith(prefix)]
+    model = _model(directory, "directory", None, max(dates, default=dt.datetime(1970, 1, 1)))
     model["content"] = sorted(entries.values(), key=lambda entry: entry["name"])
     model["format"] = "json"
     return model
 
 
-def _model(path: str, kind: str, size: int | None, stamp: str) -> dict:
+def _stamp(when: dt.datetime) -> str:
+    return when.replace(tzinfo=dt.UTC).isoformat()
+
+
+def _model(path: str, kind: str, size: int | None, changed: dt.datetime) -> dict:
+    stamp = _stamp(changed)
     return {
         "name": PurePosixPath(path).name,
         "path": path,

@@ -1,6 +1,8 @@
 // The grading panel of the notebook in the browser (JupyterLite; views/lite.py adds it to the app's page).
 // - The student's work is kept by the tool, not by the browser: JupyterLite keeps files in the page's memory,
 //   and every file it saves (every few seconds) is sent here to the tool; a reload or a new window starts from it.
+//   Each save says which revision of the work this page last saw of the file: the tool refuses it when another
+//   window saved the file since, so a stale window or tab never overwrites newer work.
 // - "Submit for grading" saves the open notebook, sends it to the tool as an attempt, then shows its status,
 //   score and feedback as the assignment page does (the same HTML, from attempts.json).
 // - "Leave this computer" makes sure the work is with the tool, signs the window out and clears what the tool's
@@ -21,9 +23,22 @@
     notSaved:
       "Your latest changes could not be saved with the tool. Nothing was removed from this window: try again, " +
       "or download a copy.",
+    recovered: (kept, refused, reason) =>
+      "This computer still had files from an earlier version of the tool, kept in this browser. Your " +
+      "work saved with the tool was kept as it is." +
+      (kept
+        ? ` ${kept === 1 ? "One file was" : `${kept} files were`} put beside it, in the folder “recovered from ` +
+          "this computer” (reload the page to see it): check them before you use any of them, and delete them " +
+          "if they are not yours."
+        : "") +
+      (refused ? ` ${refused === 1 ? "One file was" : `${refused} files were`} not kept. ${reason}` : ""),
+    notRecovered:
+      "This computer still has files from an earlier version of the tool, and the tool could not take them just " +
+      "now. Your work saved with the tool is as it was. Reload the page to try again.",
   };
   const headers = { "X-CSRF-Token": config.csrf };
   const queues = new Map(); // path -> the promise of its latest save to the tool, so saves arrive in order
+  const seen = new Map(); // path -> the revision this page last saved of it (else config.revision: at its load)
   let failedSaves = 0;
   let signedOut = false;
 
@@ -42,34 +57,66 @@
     panel.querySelector("#grader-download").addEventListener("click", download);
     panel.querySelector("#grader-leave").addEventListener("click", leave);
     keepAlive();
-    moveLegacyStore();
+    recoverLegacyStore();
     whenReady((app) => app.serviceManager.contents.fileChanged.connect((_, change) => keep(app, change)));
   }
 
   // Earlier versions of the tool kept the work in the browser's IndexedDB, where any code of the tool's origin
-  // (another student's, on a shared computer) can read it: move this student's to the tool, delete it, reload.
-  async function moveLegacyStore() {
+  // (another student's, on a shared computer) can read and write it. Its files go to the tool once, which keeps
+  // them in a folder of their own and never over the work it has; then the store is deleted and the student told.
+  async function recoverLegacyStore() {
     const name = config.legacyStore;
     if (!indexedDB.databases || !(await indexedDB.databases()).some((db) => db.name === name)) return;
+    const files = (await readStore(name)).filter(
+      (file) => file && typeof file.path === "string" && file.type !== "directory",
+    );
+    let kept = 0;
+    let refused = files.length - Math.min(files.length, config.maxRecovered);
+    let reason = "";
+    for (const file of files.slice(0, config.maxRecovered)) {
+      const answer = await recoverOne(file);
+      if (!answer) return say(WORDS.notRecovered, true); // left where it is: tried again when next opened
+      if (answer.kept) kept += 1;
+      if (answer.error) [refused, reason] = [refused + 1, reason || answer.error];
+    }
+    for (const store of [name, `${name}-settings`]) indexedDB.deleteDatabase(store);
+    if (kept || refused) say(WORDS.recovered(kept, refused, reason), Boolean(refused));
+  }
+
+  async function readStore(name) {
     const db = await new Promise((ok, fail) => {
       const opening = indexedDB.open(name);
       opening.onsuccess = () => ok(opening.result);
       opening.onerror = fail;
     });
-    const files = db.objectStoreNames.contains("files")
-      ? await new Promise((ok) => {
-          const reading = db.transaction("files").objectStore("files").getAll();
-          reading.onsuccess = () => ok(reading.result || []);
-          reading.onerror = () => ok([]);
-        })
-      : [];
-    db.close();
-    const moved = await Promise.all(
-      files.filter((file) => file && file.path && file.type !== "directory").map((file) => request("PUT", file.path, body(file))),
-    );
-    if (moved.includes(false)) return; // kept where it is until it can be moved
-    for (const store of [name, `${name}-settings`]) indexedDB.deleteDatabase(store);
-    if (moved.length) location.reload();
+    try {
+      if (!db.objectStoreNames.contains("files")) return [];
+      return await new Promise((ok) => {
+        const reading = db.transaction("files").objectStore("files").getAll();
+        reading.onsuccess = () => ok(reading.result || []);
+        reading.onerror = () => ok([]);
+      });
+    } finally {
+      db.close();
+    }
+  }
+
+  async function recoverOne(file) {
+    let content;
+    try {
+      content = body(file);
+    } catch (error) {
+      return { error: "" }; // not a file JupyterLite could have saved
+    }
+    try {
+      const url = config.recover + file.path.split("/").map(encodeURIComponent).join("/");
+      const response = await fetch(url, { method: "PUT", headers, credentials: "same-origin", body: content });
+      if (response.status === 401) return signOut();
+      const refused = response.status === 400 || response.status === 413;
+      return response.ok || refused ? await response.json() : null;
+    } catch (error) {
+      return null;
+    }
   }
 
   function say(text, isError) {
@@ -117,9 +164,15 @@
 
   async function request(method, path, content) {
     const url = config.drafts + path.split("/").map(encodeURIComponent).join("/");
+    const base = String(seen.has(path) ? seen.get(path) : config.revision);
     let response;
     try {
-      response = await fetch(url, { method, headers, credentials: "same-origin", body: content });
+      response = await fetch(url, {
+        method,
+        headers: { ...headers, "X-Draft-Base": base },
+        credentials: "same-origin",
+        body: content,
+      });
     } catch (error) {
       document.getElementById("grader-saved").textContent = WORDS.notSaved;
       return false;
@@ -127,6 +180,8 @@
     if (response.status === 401) return signOut();
     const answer = response.headers.get("Content-Type") === "application/json" ? await response.json() : {};
     const saved = document.getElementById("grader-saved");
+    if (response.ok && Number.isInteger(answer.revision)) seen.set(path, answer.revision);
+    if (response.status === 409) say(answer.error, true); // another window's newer work: kept, and said so
     if (!response.ok) saved.textContent = answer.error || WORDS.notSaved;
     else if (answer.saved) saved.textContent = `Saved with the tool at ${answer.saved}.`;
     return response.ok;

@@ -2,8 +2,9 @@
 in the form, never in a URL a browser keeps); the answer signs a new window in with a cookie scoped to
 /lite/w/<window id>/ and leads there (lite_windows.py). Under that path is the JupyterLite site as that launch
 sees it: its configuration (which packages load; the browser keeps the work in memory only) and its files
-(the handout, with the student's saved work over it); the site's own files are the same for everyone, so they
-are redirected to /lite/site/<build>/ and cached there. See lite.py.
+(the handout, with the student's saved work over it, which the window's panel saves back: never over a newer
+save of another window); the site's own files are the same for everyone, so they are redirected to
+/lite/site/<build>/ and cached there. See lite.py.
 
 The site runs in a window of its own (first party): inside the LMS's frame, browsers that block
 third-party storage refuse JupyterLite its service worker and storage.
@@ -12,9 +13,11 @@ third-party storage refuse JupyterLite its service worker and storage.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import functools
 import hashlib
 import hmac
+import re
 import zipfile
 from dataclasses import dataclass
 from urllib.parse import unquote
@@ -169,7 +172,8 @@ def window_root(window_id: str):
 @bp.get("/w/<window_id>/jupyter-lite.json")
 def config(window_id: str):
     """The site's configuration with this window's: contents and settings kept in the page's memory only (the
-    tool keeps the work: drafts), the app on `window` (for the grading panel), the packages the kernel loads."""
+    tool keeps the work: drafts) and no service worker cache (Cache Storage is the origin's, not the student's),
+    the app on `window` (for the grading panel), the packages the kernel loads."""
     opened = _window(window_id)
     data = copy.deepcopy(opened.site.config)
     page = data["jupyter-config-data"]
@@ -181,6 +185,7 @@ def config(window_id: str):
         settingsStorageName=f"window-{window_id}-settings",
         exposeAppInBrowser="true",
         appName=opened.version.title,
+        enableServiceWorkerCache="false",  # its cache would answer the window's files from any origin's writes
     )
     kernel = page.setdefault("litePluginSettings", {}).setdefault(KERNEL, {})
     kernel["disablePyPIFallback"] = True
@@ -205,9 +210,15 @@ def lock_for_cdn(build_id: str):
     return cdn_lock(built, files), {"Cache-Control": f"public, max-age={YEAR}, immutable"}
 
 
-def _work(opened: InBrowser) -> dict[str, int]:
-    """The files the window starts from, with their sizes: the handout, with the student's saved work over it."""
-    return {**opened.handout.sizes, **lite_windows.draft_sizes(services().db, opened.launch)}
+def _work(opened: InBrowser) -> dict[str, tuple[int, dt.datetime]]:
+    """The files the window starts from, with their sizes and when they last changed: the handout, with the
+    student's saved work over it."""
+    added = opened.version.created_at
+    drafts = lite_windows.drafts(services().db, opened.launch)
+    return {
+        **{path: (size, added) for path, size in opened.handout.sizes.items()},
+        **{path: (saved.size, saved.saved_at) for path, saved in drafts.items()},
+    }
 
 
 @bp.get("/w/<window_id>/api/contents/all.json", defaults={"directory": ""})
@@ -215,7 +226,7 @@ def _work(opened: InBrowser) -> dict[str, int]:
 def contents(window_id: str, directory: str):
     """The files as JupyterLite lists them (what the window starts from)."""
     opened = _window(window_id)
-    model = listing(_work(opened), directory, opened.version.created_at)
+    model = listing(_work(opened), directory)
     if model is None:
         abort(404)
     return model, NO_STORE
@@ -233,22 +244,58 @@ def handout_file(window_id: str, name: str):
 
 @bp.put("/w/<window_id>/drafts/<path:name>")
 def save_draft(window_id: str, name: str):
-    """The panel saves a file of the student's work here each time JupyterLite saves it (every few seconds)."""
+    """The panel saves a file of the student's work here each time JupyterLite saves it (every few seconds),
+    with the revision the window last saw of it (X-Draft-Base): 409 when another window saved it since."""
     launch = _check_header(window_id)
     limit = services().config.max_upload_bytes
     if (request.content_length or 0) > limit:
         return {"error": f"This file is larger than the {limit / 2**20:.1f} MB the tool keeps. Nothing was saved."}, 413
     try:
-        saved = lite_windows.save_draft(services().db, launch, name, request.get_data(cache=False), limit)
+        saved = lite_windows.save_draft(services().db, launch, name, request.get_data(cache=False), limit, _base())
     except lite_windows.DraftRefused as refused:
-        return {"error": str(refused)}, 400
-    return {"saved": saved.strftime("%H:%M:%S UTC")}, NO_STORE
+        return _refused(refused)
+    return {"saved": saved.at.strftime("%H:%M:%S UTC"), "revision": saved.revision}, NO_STORE
 
 
 @bp.delete("/w/<window_id>/drafts/<path:name>")
 def delete_draft(window_id: str, name: str):
-    lite_windows.delete_draft(services().db, _check_header(window_id), name)
-    return {"deleted": name}, NO_STORE
+    try:
+        saved = lite_windows.delete_draft(services().db, _check_header(window_id), name, _base())
+    except lite_windows.DraftRefused as refused:
+        return _refused(refused)
+    return {"deleted": name, "revision": saved.revision}, NO_STORE
+
+
+@bp.put("/w/<window_id>/recovered/<path:name>")
+def recover(window_id: str, name: str):
+    """The panel hands over here, once, each file an earlier version of the tool left in this browser (see
+    lite.legacy_store). Anything of the origin could have written them, so they are kept beside the student's
+    work, never over it; nothing is kept of a file the same as the student's."""
+    launch = _check_header(window_id)
+    handout = _browser(launch)[2]
+    limit = services().config.max_upload_bytes
+    if (request.content_length or 0) > limit:
+        return {"error": f"This file is larger than the {limit / 2**20:.1f} MB the tool keeps."}, 413
+    content = request.get_data(cache=False)
+    mine = lite_windows.draft(services().db, launch, name)
+    if content == (handout.read(name) if mine is None else mine):
+        return {"kept": None}, NO_STORE
+    try:
+        kept = lite_windows.recover(services().db, launch, name, content, limit)
+    except lite_windows.DraftRefused as refused:
+        return _refused(refused)
+    return {"kept": kept}, NO_STORE
+
+
+def _base() -> int:
+    """The revision of the student's drafts the window last saw (0, which any saved draft is newer than, for a
+    request that does not say)."""
+    base = request.headers.get("X-Draft-Base", "")
+    return int(base) if re.fullmatch(r"[0-9]{1,15}", base) else 0
+
+
+def _refused(refused: lite_windows.DraftRefused) -> tuple[dict, int]:
+    return {"error": str(refused)}, 409 if isinstance(refused, lite_windows.DraftStale) else 400
 
 
 @bp.post("/w/<window_id>/alive")
@@ -324,6 +371,9 @@ def _app_page(opened: InBrowser, name: str) -> Response:
     link = (launch.platform_id, launch.context_id, launch.resource_link_id)
     data = {
         "legacyStore": legacy_store(current_app.config["SECRET_KEY"], launch.user_id, link),
+        "recover": url_for("lite.window_root", window_id=window) + "recovered/",
+        "maxRecovered": lite_windows.RECOVERED_FILES,
+        "revision": lite_windows.revision(services().db, launch),
         "submit": url_for("lite.submit", window_id=window),
         "attempts": url_for("lite.attempts", window_id=window),
         "drafts": url_for("lite.window_root", window_id=window) + "drafts/",

@@ -3,7 +3,8 @@ LMS: a student opens Decode from the course page, answers by typing into cells, 
 without losing the work (the tool keeps it), submits from the notebook's page and gets 16 of its 18 points in
 the gradebook (staff grade the written answer); a second student on the same browser starts from a blank
 notebook; the hidden tests are nowhere on the site. A shared lab computer: what one student's code in the
-browser can reach of another's, and of their other windows.
+browser can reach of another's, and of their other windows; what an earlier version left in the browser never
+replaces the work the tool keeps, and neither does a stale tab.
 
 What the student waits for (a ready kernel, submit to score) goes to test-artifacts/e2e/lite-timings.json;
 `make bench` measures it on a quiet machine (bench/bench_lite.py)."""
@@ -290,16 +291,53 @@ SEED_LEGACY_STORE = """async ([name, notebook]) => {
 }"""
 
 
-def test_work_an_earlier_version_kept_in_the_browser_moves_to_the_tool_and_leaves_the_browser(lms, page, browser):
-    """Before this version, the work was kept in the browser's IndexedDB (readable by any code of the origin).
-    The student's next window moves it to the tool, deletes it from the browser, and shows it."""
-    page.goto(course_launch(lms, "student-ada", context_id=COURSE, resource_link=f"{LINK}-legacy"))
+SAVE_CELL = """async ([index, text]) => {
+  const widget = window.jupyterapp.shell.currentWidget;
+  widget.content.model.cells.get(index).sharedModel.source = text;
+  await widget.context.save();
+}"""
+NEWER = "# saved with the tool later, 5c1d"
+TOOL_HAS = """async ([url, words]) => (await (await fetch(url)).text()).includes(words)"""
+
+
+STORE_GONE = "async (name) => !(await indexedDB.databases()).some((db) => db.name === name)"
+
+
+def tool_query(lms, query: str, **params):
+    """One value from the tool's database."""
     engine = sqlalchemy.create_engine(f"sqlite:///{lms.tool.data_dir / 'decode-grader.db'}")
-    with engine.connect() as connection:
-        platform_id = connection.execute(sqlalchemy.text("SELECT id FROM platforms")).scalar_one()
-    engine.dispose()
+    try:
+        with engine.connect() as connection:
+            return connection.execute(sqlalchemy.text(query), params).scalar_one()
+    finally:
+        engine.dispose()
+
+
+def settled(lite: Page) -> Page:
+    """The window once its kernel is ready and what that changed in the notebook (its metadata) is saved."""
+    lite.wait_for_function(KERNEL_STATUS, timeout=KERNEL_TIMEOUT_MS)
+    lite.wait_for_function(SAVED, timeout=30_000)
+    return lite
+
+
+def tool_has(lite: Page, path: str, words: str) -> None:
+    """Wait until the tool's copy of the window's file `path` holds `words` (the panel saves in the background)."""
+    url = lite.url.split("notebooks/")[0] + "files/" + path
+    lite.wait_for_function(TOOL_HAS, arg=[url, words], polling=250, timeout=30_000)
+
+
+def test_work_saved_with_the_tool_survives_an_older_store_an_earlier_version_left(lms, page, browser):
+    """Before this version, the work was kept in the browser's IndexedDB, which any code of the origin can read
+    and write. Ada's newer work, saved with the tool, stays; what the old store held is kept beside it, in a
+    folder of its own, and she is told; the store leaves the browser."""
+    link = f"{LINK}-legacy"
+    first = open_in_browser(page, lms, "student-ada", link=link)
+    first.evaluate(SAVE_CELL, [FIRST, f"{ANSWERS[FIRST]}\n{NEWER}"])
+    tool_has(first, "decode.ipynb", NEWER)
+    first.close()
+
     secret = (lms.tool.data_dir / "secret_key").read_text().strip()
-    name = legacy_store(secret, "student-ada", (platform_id, COURSE, f"{LINK}-legacy"))
+    name = legacy_store(secret, "student-ada", (tool_query(lms, "SELECT id FROM platforms"), COURSE, link))
     notebook = {**STUDENT, "cells": [dict(cell) for cell in STUDENT["cells"]]}
     notebook["cells"][FIRST] = {**notebook["cells"][FIRST], "source": f"{ANSWERS[FIRST]}\n{MARKER}"}
     seeder = browser.new_page()
@@ -307,8 +345,42 @@ def test_work_an_earlier_version_kept_in_the_browser_moves_to_the_tool_and_leave
     seeder.evaluate(SEED_LEGACY_STORE, [name, notebook])
     seeder.close()
 
-    lite = open_in_browser(page, lms, "student-ada", link=f"{LINK}-legacy")
-    lite.wait_for_function(f"() => {CELL}.get({FIRST}).sharedModel.source.includes({json.dumps(MARKER)})")
-    names = lite.evaluate("async () => (await indexedDB.databases()).map((db) => db.name)")
-    assert name not in names, "the old store is still in the browser"
+    lite = open_in_browser(page, lms, "student-ada", link=link)
+    lite.wait_for_function(STORE_GONE, arg=name, polling=250, timeout=30_000)
+    kept = tool_query(lms, "SELECT content FROM lite_drafts WHERE resource_link_id = :link AND path = :path",
+                      link=link, path="decode.ipynb")  # fmt: skip
+    assert NEWER in kept.decode() and MARKER not in kept.decode(), "the older store replaced the newer work"
+    expect(lite.locator("#grader-status")).to_contain_text("recovered from this computer", timeout=30_000)
+    expect(lite.locator("#grader-status")).to_contain_text("Your work saved with the tool was kept as it is")
+    assert NEWER in cell_text(lite, FIRST) and MARKER not in cell_text(lite, FIRST)
+    tool_has(lite, "recovered%20from%20this%20computer/decode.ipynb", MARKER)
+    lite.reload()  # told once
+    lite.wait_for_function(NOTEBOOK_OPEN)
+    assert NEWER in cell_text(lite, FIRST)
+    expect(lite.locator("#grader-panel")).to_be_visible()
+    assert "recovered" not in lite.locator("#grader-status").text_content()
     lite.close()
+
+
+def test_a_stale_tab_never_overwrites_the_work_another_tab_saved(lms, page, browser):
+    """Ada has the notebook open in two tabs and works in the newer one; a save from the other is refused, in
+    her words, and the tool keeps her newer work."""
+    link = f"{LINK}-tabs"
+    older = settled(open_in_browser(page, lms, "student-ada", link=link))
+    course_tab = browser.new_page()
+    newer = settled(open_in_browser(course_tab, lms, "student-ada", link=link))
+    newer.evaluate(SAVE_CELL, [FIRST, f"{ANSWERS[FIRST]}\n{NEWER}"])
+    tool_has(newer, "decode.ipynb", NEWER)
+    older.evaluate(SAVE_CELL, [FIRST, f"{ANSWERS[FIRST]}\n# typed in the older tab"])
+    expect(older.locator("#grader-status")).to_contain_text("changed in another window", timeout=30_000)
+    expect(older.locator("#grader-status")).to_contain_text("reload the page")
+    kept = tool_query(lms, "SELECT content FROM lite_drafts WHERE resource_link_id = :link", link=link).decode()
+    assert NEWER in kept and "older tab" not in kept
+    newer.evaluate(SAVE_CELL, [FIRST, f"{ANSWERS[FIRST]}\n{NEWER} again"])  # the newer tab saves on
+    tool_has(newer, "decode.ipynb", f"{NEWER} again")
+    assert "changed in another window" not in newer.locator("#grader-status").text_content()
+    older.reload()
+    older.wait_for_function(NOTEBOOK_OPEN)
+    assert f"{NEWER} again" in cell_text(older, FIRST), "a reload brings the newer work"
+    for tab in (older, newer, course_tab):
+        tab.close()

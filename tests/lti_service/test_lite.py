@@ -9,10 +9,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import threading
 import zipfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlparse
 
 import pytest
@@ -24,7 +26,7 @@ from lti_service.config import ROOT
 from lti_service.db import utcnow
 from lti_service.lite import browser_fit, load_site
 from tests.lti_service.conftest import in_gradebook, notebook_bytes
-from tests.lti_service.tool import wait_for
+from tests.lti_service.tool import browser_session, wait_for
 
 SITE = ROOT / "build/lite/site"
 AUTOGRADER_ZIP = ROOT / "dist/autograder/decode-autograder.zip"
@@ -33,18 +35,34 @@ AUTOGRADER_ZIP = ROOT / "dist/autograder/decode-autograder.zip"
 @dataclass
 class Window:
     """A notebook window opened from a student's page: its address (no credential in it), its page's token,
-    and the browser (session) whose cookie signs it in."""
+    the browser (session) whose cookie signs it in, and the revision of the student's drafts its page saw."""
 
     base: str
     csrf: str
     session: requests.Session
+    revision: int = 0
+    seen: dict[str, int] = field(default_factory=dict)
+    """path -> the revision this window last saved of it (as the panel keeps it)"""
 
     def get(self, path: str = "", **kwargs) -> requests.Response:
         return self.session.get(self.base + path, timeout=10, **kwargs)
 
-    def send(self, method: str, path: str, data: bytes = b"", csrf: str | None = None) -> requests.Response:
+    def send(
+        self, method: str, path: str, data: bytes = b"", csrf: str | None = None, base: int | None = None
+    ) -> requests.Response:
+        """What the panel sends: its token and the revision it last saw of the file (`base` to say another)."""
         headers = {"X-CSRF-Token": self.csrf if csrf is None else csrf}
-        return self.session.request(method, self.base + path, data=data, headers=headers, timeout=30)
+        headers["X-Draft-Base"] = str(self.seen.get(path, self.revision) if base is None else base)
+        response = self.session.request(method, self.base + path, data=data, headers=headers, timeout=30)
+        if response.status_code == 200 and "revision" in response.json():
+            self.seen[path] = response.json()["revision"]
+        return response
+
+    def apart(self) -> Window:
+        """The same window on a connection of its own (the same cookie), as a browser's parallel requests."""
+        session = browser_session()
+        session.cookies.update(self.session.cookies)
+        return Window(self.base, self.csrf, session, self.revision, self.seen)
 
 
 def open_window(page) -> Window:
@@ -55,7 +73,7 @@ def open_window(page) -> Window:
     opened = page.session.post(urljoin(page.url, form.group(1)), data=fields, timeout=10)
     assert opened.status_code == 200, opened.text[:500]
     data = json.loads(re.search(r'<script id="grader-data" type="application/json">(.*?)</script>', opened.text)[1])
-    return Window(opened.url.split("notebooks/")[0], data["csrf"], page.session)
+    return Window(opened.url.split("notebooks/")[0], data["csrf"], page.session, data["revision"])
 
 
 def hidden_test_names() -> set[str]:
@@ -175,6 +193,7 @@ def test_the_work_is_kept_by_the_tool_never_in_the_browsers_storage(lms):
     assert "lockFileURL" not in kernel["loadPyodideOptions"], "Pyodide's own lock, beside it on this tool"
     assert re.fullmatch(r"/lite/site/\w+/static/pyodide/pyodide\.js", kernel["pyodideUrl"])
     assert config["exposeAppInBrowser"] == "true"
+    assert config["enableServiceWorkerCache"] == "false", "Cache Storage is the origin's: anyone's code writes it"
     assert config["appName"] == "Decode: one token at a time", "the window is named after the assignment"
 
     work = notebook_bytes()
@@ -204,6 +223,127 @@ def test_drafts_past_their_bounds_are_refused_in_the_students_words_and_keep_wha
     full = window.send("PUT", "drafts/one-too-many.txt", b"x")
     assert full.status_code == 400 and "delete files you no longer need" in full.json()["error"]
     assert window.get("files/decode.ipynb").content == b"kept"
+
+
+def test_a_window_that_has_not_seen_the_newest_save_never_overwrites_it(lms):
+    """Two tabs of one assignment: the one that saved last keeps its work; the other's saves and deletions of
+    that file are refused until it reloads, in the student's words. JupyterLite's listing dates each saved file
+    by its save, so its own "file changed" check compares true times."""
+    page = lms.open("student-ada", "lite-stale")
+    older, newer = open_window(page), open_window(page)  # both loaded before either saved
+    assert newer.send("PUT", "drafts/decode.ipynb", b"newer work").status_code == 200
+    for method, data in (("PUT", b"older work"), ("DELETE", b"")):
+        stale = older.send(method, "drafts/decode.ipynb", data)
+        assert stale.status_code == 409, (method, stale.text)
+        assert re.fullmatch(r"This file was changed in another window at \d\d:\d\d UTC, .* reload the page .*",
+                            stale.json()["error"]), stale.json()  # fmt: skip
+    unsaid = older.session.put(f"{older.base}drafts/decode.ipynb", data=b"x", headers={"X-CSRF-Token": older.csrf})
+    assert unsaid.status_code == 409, "a save that does not say what it saw is stale"
+    assert newer.get("files/decode.ipynb").content == b"newer work"
+    same = older.send("PUT", "drafts/decode.ipynb", b"newer work")  # as when both tabs add the same metadata
+    assert same.status_code == 200 and older.seen["drafts/decode.ipynb"] > older.revision, "no conflict"
+    first = {e["name"]: e["last_modified"] for e in newer.get("api/contents/all.json").json()["content"]}
+
+    assert newer.send("PUT", "drafts/decode.ipynb", b"newer still").status_code == 200, "it saves on"
+    assert older.send("PUT", "drafts/notes.txt", b"a file of its own").status_code == 200, "its other files save"
+    reloaded = open_window(page)
+    assert reloaded.get("files/decode.ipynb").content == b"newer still"
+    assert reloaded.send("PUT", "drafts/decode.ipynb", b"after a reload").status_code == 200
+    dates = {e["name"]: e["last_modified"] for e in reloaded.get("api/contents/all.json").json()["content"]}
+    assert dt.datetime.fromisoformat(dates["decode.ipynb"]) > dt.datetime.fromisoformat(first["decode.ipynb"])
+    assert dt.datetime.fromisoformat(dates["notes.txt"]) > dt.datetime.fromisoformat(first["decode.ipynb"])
+
+
+def test_files_found_in_the_browser_are_kept_beside_the_work_never_over_it(lms):
+    """What an earlier version left in the browser (which any code of the origin can write) is handed to the
+    tool once: kept in a folder of its own, never over a draft or the handout, within bounds of its own."""
+    window = open_window(lms.open("student-grace", "lite-recover"))
+    assert window.send("PUT", "drafts/decode.ipynb", b"the newer work").status_code == 200
+    found = window.send("PUT", "recovered/decode.ipynb", b"an older copy")
+    assert found.status_code == 200 and found.json()["kept"] == f"{lite_windows.RECOVERED}/decode.ipynb"
+    planted = window.send("PUT", "recovered/decode.ipynb", b"written later by someone else")
+    assert planted.status_code == 200 and planted.json()["kept"] is None
+    assert window.get("files/decode.ipynb").content == b"the newer work"
+    assert window.get(f"files/{lite_windows.RECOVERED}/decode.ipynb").content == b"an older copy"
+    top = window.get("api/contents/all.json").json()["content"]
+    assert [(e["name"], e["type"]) for e in top] == [
+        ("decode.ipynb", "notebook"),
+        (lite_windows.RECOVERED, "directory"),
+    ]
+    assert window.send("PUT", "drafts/decode.ipynb", b"saved on").status_code == 200, "the window's own work saves"
+
+    for number in range(lite_windows.RECOVERED_FILES - 1):
+        assert window.send("PUT", f"recovered/more/{number}.txt", b"x").status_code == 200
+    full = window.send("PUT", "recovered/one-too-many.txt", b"x")
+    assert full.status_code == 400 and "delete files you no longer need" in full.json()["error"]
+    for name in ("a/%2e%2e/b.txt", "%00.txt", "x" * 290):
+        assert window.send("PUT", f"recovered/{name}", b"x").status_code in (400, 404), name
+
+    other = open_window(lms.open("student-ada", "lite-recover"))
+    handout = (ROOT / "dist/student/decode.ipynb").read_bytes()
+    assert other.send("PUT", "recovered/decode.ipynb", handout).json()["kept"] is None, "nothing new: not kept"
+    assert other.send("PUT", "recovered/big.bin", b"x" * 1_000_000).status_code == 200
+    too_much = other.send("PUT", "recovered/big2.bin", b"x" * 100_000)
+    assert too_much.status_code == 400, "what is found takes at most one notebook's room from the student's work"
+    assert [e["path"] for e in other.get(f"api/contents/{lite_windows.RECOVERED}/all.json").json()["content"]] == [
+        f"{lite_windows.RECOVERED}/big.bin"
+    ]
+
+
+MIB = 1024 * 1024
+"""the tests' MAX_UPLOAD_BYTES: the drafts together may hold MAX_DRAFTS_TIMES_UPLOAD of it"""
+
+
+def race_saves(window: Window, folder: str, count: int, size: int) -> list[requests.Response]:
+    """`count` different files of `size` bytes saved into `folder` at the same moment, each on a connection of
+    its own."""
+    start = threading.Barrier(count, timeout=60)
+
+    def save(number: int) -> requests.Response:
+        apart = window.apart()
+        start.wait()
+        return apart.send("PUT", f"drafts/{folder}/{number}.bin", bytes([number % 256]) * size)
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(save, range(count)))
+
+
+RACES = (("big", 16, 1_000_000, 4), ("many", lite_windows.MAX_DRAFT_FILES + 14, 1, lite_windows.MAX_DRAFT_FILES))
+"""folder, files saved at once, each file's size, how many the quotas keep: by size (1 MB files in 4 MiB of
+drafts) and by count"""
+
+
+def check_races(lms) -> None:
+    """Parallel saves keep exactly as many files as the quotas allow, and each refused one says why."""
+    for folder, count, size, fits in RACES:
+        window = open_window(lms.open("student-ada", f"lite-race-{folder}"))
+        answers = race_saves(window, folder, count, size)
+        assert sorted(r.status_code for r in answers) == [200] * fits + [400] * (count - fits), folder
+        assert all("delete files you no longer need" in r.json()["error"] for r in answers if r.status_code == 400)
+        kept = [e["size"] for e in window.get(f"api/contents/{folder}/all.json").json()["content"]]
+        assert len(kept) == fits and sum(kept) == fits * size <= lite_windows.MAX_DRAFTS_TIMES_UPLOAD * MIB, folder
+
+
+def test_parallel_saves_never_pass_the_drafts_quotas(lms):
+    check_races(lms)
+
+
+def test_the_drafts_quota_counts_replacements_and_deletions_at_their_real_sizes(lms):
+    window = open_window(lms.open("student-grace", "lite-quota-sizes"))
+    megabyte = 1_000_000  # four fit in the 4 MiB the tests' drafts may hold, with 194,304 bytes to spare
+    for number in range(4):
+        assert window.send("PUT", f"drafts/data/{number}.bin", b"x" * megabyte).status_code == 200
+    assert window.send("PUT", "drafts/more.bin", b"x" * 200_000).status_code == 400
+    assert window.send("PUT", "drafts/data/0.bin", b"y" * megabyte).status_code == 200, "replaced, not added"
+    assert window.send("PUT", "drafts/data/0.bin", b"y" * (megabyte + 40_000)).status_code == 200
+    assert window.send("PUT", "drafts/more.bin", b"x" * 160_000).status_code == 400, "the larger file counts"
+    assert window.send("PUT", "drafts/data/1.bin", b"small now").status_code == 200
+    assert window.send("PUT", "drafts/more.bin", b"x" * 200_000).status_code == 200, "the smaller file counts"
+    assert window.send("PUT", "drafts/data/4.bin", b"x" * megabyte).status_code == 400
+    assert window.send("DELETE", "drafts/data/2.bin").status_code == 200
+    assert window.send("PUT", "drafts/data/4.bin", b"x" * megabyte).status_code == 200, "a deletion frees its room"
+    kept = [e["size"] for e in window.get("api/contents/data/all.json").json()["content"]]
+    assert kept == [megabyte + 40_000, 9, megabyte, megabyte]
 
 
 def test_the_browser_gets_the_handout_and_nothing_of_the_hidden_tests(lms):
@@ -319,16 +459,20 @@ def test_a_handout_with_data_files_is_listed_folder_by_folder():
     files = handout.sizes
     assert notebook_path(files) == "hw.ipynb"
     assert handout.read("data/scores.csv") == b"a,b\n" and handout.read("tests/q1.py") is None
-    added = dt.datetime(2026, 9, 1, 12, 0)
-    top = listing(files, "", added)
+    added, saved = dt.datetime(2026, 9, 1, 12, 0), dt.datetime(2026, 9, 2, 8, 30, 15, 250)
+    dated = {path: (size, added) for path, size in files.items()} | {"data/raw/x.txt": (2, saved)}  # a draft
+    top = listing(dated, "")
     assert [(e["name"], e["type"]) for e in top["content"]] == [("data", "directory"), ("hw.ipynb", "notebook")]
-    data = listing(files, "data", added)
+    data = listing(dated, "data")
     assert [(e["path"], e["type"], e["size"]) for e in data["content"]] == [
         ("data/raw", "directory", None),
         ("data/scores.csv", "file", 4),
     ]
-    assert data["content"][1]["last_modified"] == "2026-09-01T12:00:00+00:00"
-    assert listing(files, "tests", added) is None and listing(files, "dat", added) is None
+    assert data["content"][1]["last_modified"] == "2026-09-01T12:00:00+00:00", "a handout file: its version's"
+    raw = listing(dated, "data/raw")["content"][0]
+    assert raw["last_modified"] == "2026-09-02T08:30:15.000250+00:00", "a draft: when it was saved"
+    assert data["content"][0]["last_modified"] == top["last_modified"] == raw["last_modified"], "its newest file"
+    assert listing(dated, "tests") is None and listing(dated, "dat") is None
 
     bomb = io.BytesIO()  # a handout that would unpack past its bound is refused by its directory, unread
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
