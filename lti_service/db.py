@@ -511,8 +511,8 @@ class LateDayUse(LinkScoped, Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[str] = mapped_column(String(400))
     days: Mapped[int] = mapped_column(Integer, default=0)
-    refunded: Mapped[bool] = mapped_column(default=False)
-    """staff gave the days back: the link's lateness is forgiven"""
+    forgiven: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """days staff gave back: lateness of up to that many days costs nothing on this link (more spends days)"""
 
 
 class LinkInsights(LinkScoped, Base):

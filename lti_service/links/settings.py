@@ -99,8 +99,9 @@ class SubmissionRules:
 
     @property
     def late_days_cover(self) -> bool:
-        """The student's late days cover an upload now (without penalty, refused late work accepted)."""
-        return self.past_due and self.late.budget > 0 and self.late.covers(self.days_late)
+        """The student's late days (or lateness staff forgave) cover an upload now (without penalty, refused late
+        work accepted)."""
+        return self.past_due and self.late.covers(self.days_late)
 
     @property
     def late_days_to_spend(self) -> int:

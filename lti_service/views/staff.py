@@ -155,22 +155,30 @@ def set_accommodations(launch_id: str):
         accommodations.apply(services(), link_key(launch), users, change, launch.user_name or launch.user_id)
     except accommodations.Refused as refused:
         return dashboard_page(launch, f"Nothing was changed: {refused}"), 400
-    _reassess(launch, users)
+    try:
+        _reassess(launch, users)
+    except accommodations.Refused as refused:
+        return dashboard_page(launch, f"Saved, but their late penalties were not looked at again: {refused}"), 409
     return redirect(url_for("pages.assignment", launch_id=launch.id, accommodated=len(users)) + "#accommodations", 303)
 
 
 def _reassess(launch: Launch, users: list[str]) -> None:
     """Late penalties and late days of these students again, and their scores sent again."""
-    key, settings = link_key(launch), load(services(), link_key(launch))
+    key = link_key(launch)
     for user_id in users:
-        accommodations.reassess(services(), key, user_id, settings.due_at, settings.late_policy, settings.late_penalty)
+        accommodations.reassess(services(), key, user_id)
+    _send_again(key, users)
+
+
+def _send_again(key: dict, users: list[str]) -> None:
     for passback_id in requeue(services(), key, users):
         queue().submit(queue().send_score, passback_id)
 
 
 @bp.post("/late-days")
 def late_days(launch_id: str):
-    """The course's late days per student (every link of the course shares the budget)."""
+    """The course's late days per student (every link of the course shares the budget); the late uploads it now
+    covers lose their penalty, and those scores are sent again."""
     launch = staff_launch(launch_id)
     check_csrf(launch)
     days = request.form.get("late_days", "").strip()
@@ -180,18 +188,35 @@ def late_days(launch_id: str):
         accommodations.set_budget(services(), link_key(launch), int(days))
     except accommodations.Refused as refused:
         return dashboard_page(launch, f"Nothing was changed: {refused}"), 400
-    return redirect(url_for("pages.assignment", launch_id=launch.id, budget=1) + "#late-days", 303)
+    try:
+        students = _send_covered(accommodations.cover_penalised(services(), link_key(launch)))
+    except accommodations.Refused as refused:
+        return dashboard_page(launch, f"Late days saved, but earlier late uploads were not looked at: {refused}"), 409
+    return redirect(url_for("pages.assignment", launch_id=launch.id, budget=1, covered=students) + "#late-days", 303)
+
+
+def _send_covered(covered: list[tuple[dict, str]]) -> int:
+    """The scores a new budget changed sent again, once per link and student; how many students."""
+    by_link: dict[str, tuple[dict, list[str]]] = {}
+    for key, user_id in covered:
+        by_link.setdefault(key["resource_link_id"], (key, []))[1].append(user_id)
+    for key, users in by_link.values():
+        _send_again(key, users)
+    return len({user_id for _, user_id in covered})
 
 
 @bp.post("/late-days/refund")
 def refund_late_days(launch_id: str):
-    """Give a student back the late days this link took, and forgive its lateness (their score is sent again)."""
+    """Give a student back the late days this link took: that much lateness on it is forgiven (no score changes:
+    the uploads those days covered stay without penalty)."""
     launch = staff_launch(launch_id)
     check_csrf(launch)
-    user_id = request.form.get("user", "")
-    accommodations.refund(services(), link_key(launch), user_id, launch.user_name or launch.user_id)
-    _reassess(launch, [user_id])
-    return redirect(url_for("pages.assignment", launch_id=launch.id) + "#late-days", 303)
+    user_id = request.form.get("user", "")[:400]
+    try:
+        days = accommodations.refund(services(), link_key(launch), user_id, launch.user_name or launch.user_id)
+    except accommodations.Refused as refused:
+        return dashboard_page(launch, f"Nothing was changed: {refused}"), 409
+    return redirect(url_for("pages.assignment", launch_id=launch.id, given_back=days) + "#late-days", 303)
 
 
 @bp.post("/regrade")

@@ -8,6 +8,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.a11y import check_instructor_dashboard_accessibility
 from tests.e2e.helpers import course_launch, tool_frame
+from tests.lti_service.conftest import notebook_bytes
 
 TOOL_ENV = {"PASSBACK_BACKOFF": "0.05", "PASSBACK_MAX_BACKOFF": "0.2", "WORKER_POLL": "0.25"}
 LINK = "accommodations-e2e"
@@ -42,3 +43,32 @@ def test_a_teacher_extends_the_due_date_of_two_students_and_they_see_it(lms, pag
     expect(frame.locator("#rules")).not_to_contain_text("The due date has passed.")
     expect(frame.locator("#upload-form")).to_be_visible()
     screenshot(page, "student-sees-extension")
+
+
+def test_a_teacher_gives_back_a_late_day_and_is_told_what_it_forgives(lms, page, screenshot):
+    link = "late-days-e2e"
+    lms.hook("resource-link", resource_link_id=link, context_id=link, line_item=True)
+    due = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=12)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    lms.hook("due-date", resource_link_id=link, context_id=link, due_at=due)
+    page.goto(course_launch(lms, "instructor-turing", context_id=link, resource_link=link))
+    frame = tool_frame(page)
+    frame.get_by_label("Late days each student may spend in this course").fill("2")
+    with frame.expect_navigation():
+        frame.get_by_role("button", name="Save late days").click()
+    expect(frame.locator("#late-days-saved")).to_have_text("Late days saved.")
+
+    ada = lms.open("student-ada", link, context_id=link)
+    assert ada.upload(notebook_bytes()).status_code == 200  # half a day late: one late day spent
+    page.goto(course_launch(lms, "instructor-turing", context_id=link, resource_link=link))
+    frame = tool_frame(page)
+    row = frame.locator('#accommodation-list tr[data-user="student-ada"]')
+    with frame.expect_navigation():
+        row.get_by_role("button", name="Give back (forgive that much lateness)").click()
+    expect(frame.locator("#late-days-given-back")).to_have_text(
+        "Gave back 1 late day: lateness of up to that much is forgiven on this assignment; later lateness spends "
+        "days again."
+    )
+    expect(row).to_contain_text("0 (lateness of up to 1 day forgiven)")
+    expect(row.locator(".history")).to_contain_text("1 late day given back: lateness of up to 1 late day forgiven")
+    screenshot(page, "late-day-given-back")
+    check_instructor_dashboard_accessibility(frame)

@@ -4,18 +4,26 @@ them on their page, and the gradebook receives the score they change."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
+import sqlite3
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from html import unescape
 
 import pytest
+import requests
+from alembic import command
+from alembic.script import ScriptDirectory
 
 from lti_service.config import Config
 from lti_service.db import AccommodationChange
 from lti_service.links import accommodations
+from lti_service.migrate import alembic_config, upgrade
 from lti_service.platforms import add_platform
 from lti_service.services import Services
 from tests.lti_service.conftest import Lms, StudentPage, in_gradebook, notebook_bytes, race_uploads, settings
-from tests.lti_service.tool import wait_for
+from tests.lti_service.tool import browser_session, wait_for
 
 PAST = "2020-01-01T00:00:00Z"
 
@@ -136,9 +144,104 @@ def test_late_days_cover_a_late_upload_say_so_before_and_can_be_given_back(lms: 
         page_text(later)
     )
 
-    staff.session.post(f"{staff.url}/staff/late-days/refund", data={"csrf_token": staff.csrf, "user": "student-ada"})
+    given_back = give_back(staff, "student-ada")
+    assert "Gave back 2 late days: lateness of up to that much is forgiven on this assignment" in given_back
     assert "Late days: 3 of 3 left in this course." in page_text(ada)
-    assert "2 late days given back, lateness forgiven" in page_text(staff)
+    assert "2 late days given back: lateness of up to 2 late days forgiven on this assignment" in given_back
+
+
+def give_back(staff: StudentPage, user: str) -> str:
+    """Give a student back their late days on the link from the dashboard; the page it leads to, as text."""
+    answer = staff.session.post(f"{staff.url}/staff/late-days/refund", data={"csrf_token": staff.csrf, "user": user})
+    assert answer.status_code == 200, answer.status_code
+    return unescape(re.sub(r"\s+", " ", answer.text))
+
+
+def late_upload(lms: Lms, user: str, link: str, days: float, variant: int) -> requests.Response:
+    """The student opens the link (in a course of its own: late days are the course's) as the LMS sends it
+    `days` after its due date, and uploads a notebook of their own (`variant`: one their earlier uploads are
+    not); graded before this returns when accepted."""
+    lms.hook("due-date", resource_link_id=link, context_id=link, due_at=ago(days))
+    page = lms.open(user, link, context_id=link)
+    answer = page.upload(json.dumps(json.loads(notebook_bytes()), indent=variant).encode())
+    if answer.status_code == 200:
+        page.wait_graded(len(page.attempts()))
+    return answer
+
+
+def test_giving_back_one_late_day_forgives_one_day_of_lateness_no_more(lms: Lms):
+    """On a link that refuses late work, with a budget of 1: the day given back covers a later upload one day
+    late for free; one 2 days late spends the day left; one 3 days late is refused."""
+    link = "acc-give-back-one"
+    staff = lms.open("instructor-turing", link, context_id=link)
+    settings(staff, late_policy="refuse")
+    assert staff.session.post(f"{staff.url}/staff/late-days", data={"csrf_token": staff.csrf, "late_days": "1"}).ok
+    ada = lms.open("student-ada", link, context_id=link)
+    assert late_upload(lms, "student-ada", link, 0.5, 1).status_code == 200
+    assert "Late days: 0 of 1 left in this course (1 day used on this assignment)." in page_text(ada)
+    assert "Gave back 1 late day" in give_back(staff, "student-ada")
+    assert "Late days: 1 of 1 left in this course." in page_text(ada)
+
+    assert late_upload(lms, "student-ada", link, 0.5, 2).status_code == 200  # the day forgiven covers it: nothing spent
+    assert "Late days: 1 of 1 left in this course." in page_text(ada)
+    lms.hook("due-date", resource_link_id=link, context_id=link, due_at=ago(1.5))
+    assert "Submitting now is 2 days late: it uses 1 of your 1 remaining late days" in page_text(
+        lms.open("student-ada", link, context_id=link)
+    )
+    assert late_upload(lms, "student-ada", link, 1.5, 3).status_code == 200  # a day beyond the one forgiven: spent
+    assert "Late days: 0 of 1 left in this course (1 day used on this assignment)." in page_text(ada)
+    refused = late_upload(lms, "student-ada", link, 2.5, 4)
+    assert refused.status_code == 400 and "does not accept late work" in refused.text
+    assert [a["late_penalty"] for a in ada.attempts()] == [0, 0, 0]
+
+
+def test_a_higher_budget_covers_the_late_uploads_penalised_for_want_of_days(lms: Lms):
+    """Raising the budget after the fact: an upload penalised because the student had no days left is covered
+    (days spent, penalty gone, its score sent again once); one later than the new budget keeps its penalty; a
+    lower budget takes back no day already spent."""
+    link = "acc-budget-raised"
+    staff = lms.open("instructor-turing", link, context_id=link)
+    settings(staff, late_policy="penalty", late_penalty="25")
+    assert late_upload(lms, "student-ada", link, 1.5, 1).status_code == 200  # 2 days late, no late days yet
+    assert late_upload(lms, "student-grace", link, 4.5, 1).status_code == 200  # 5 days late
+    assert wait_for(lambda: lms.gradebook(link) == {"student-ada": in_gradebook(12), "student-grace": in_gradebook(12)})
+
+    saved = staff.session.post(f"{staff.url}/staff/late-days", data={"csrf_token": staff.csrf, "late_days": "3"})
+    assert "Late days saved. They now cover earlier late uploads of 1 student in this course" in unescape(saved.text)
+    assert wait_for(lambda: lms.gradebook(link) == {"student-ada": in_gradebook(16), "student-grace": in_gradebook(12)})
+    ada = lms.open("student-ada", link, context_id=link)
+    assert ada.attempts()[0]["late_penalty"] == 0
+    assert "Late days: 1 of 3 left in this course (2 days used on this assignment)." in page_text(ada)
+    assert "Late days: 3 of 3 left in this course." in page_text(lms.open("student-grace", link, context_id=link))
+    assert len(lms.score_posts("student-ada", link)) == 2  # the penalised score, then the covered one
+
+    lowered = staff.session.post(f"{staff.url}/staff/late-days", data={"csrf_token": staff.csrf, "late_days": "1"})
+    assert "Late days saved." in lowered.text and "They now cover" not in lowered.text
+    assert "Late days: 0 of 1 left in this course (2 days used on this assignment)." in page_text(ada)
+    assert ada.attempts()[0]["late_penalty"] == 0
+
+
+def test_ten_give_backs_at_once_from_the_dashboard_give_the_days_back_once(lms: Lms):
+    link = "acc-give-back-race"
+    staff = lms.open("instructor-turing", link, context_id=link)
+    assert staff.session.post(f"{staff.url}/staff/late-days", data={"csrf_token": staff.csrf, "late_days": "3"}).ok
+    assert late_upload(lms, "student-grace", link, 1.5, 1).status_code == 200
+    start = threading.Barrier(10)
+
+    def give_back_now() -> int:
+        connection = browser_session()  # the same browser, a connection of its own
+        connection.cookies.update(staff.session.cookies)
+        start.wait()
+        form = {"csrf_token": staff.csrf, "user": "student-grace"}
+        return connection.post(f"{staff.url}/staff/late-days/refund", data=form, timeout=60).status_code
+
+    with ThreadPoolExecutor(10) as pool:
+        statuses = list(pool.map(lambda _: give_back_now(), range(10)))
+    assert statuses == [200] * 10
+    assert "Late days: 3 of 3 left in this course." in page_text(lms.open("student-grace", link, context_id=link))
+    dashboard = page_text(staff)
+    assert dashboard.count("given back: lateness of up to 2 late days forgiven") == 1
+    assert "2 late days given back" in dashboard and "1 late day given back" not in dashboard
 
 
 def test_two_late_uploads_at_the_same_moment_spend_one_late_day(lms: Lms):
@@ -210,3 +313,31 @@ def test_two_graders_setting_a_students_first_accommodation_at_once_both_land(tm
         changes = session.query(AccommodationChange).filter_by(user_id="ada").count()
     assert missed == ["ada"] and (row.extra_attempts, row.excused, row.set_by) == (1, True, "Grader two")
     assert changes == 2
+
+
+def test_days_given_back_before_the_upgrade_forgive_as_many_days_after_it(tmp_path):
+    """A link given back under the old rule (all its lateness forgiven, its count set to 0) forgives the days
+    its line of history says were given back; a link never given back forgives nothing."""
+    url = f"sqlite:///{tmp_path / 'tool.db'}"
+    config = alembic_config(url)
+    command.upgrade(config, ScriptDirectory.from_config(config).get_revision("0015_late_day_forgiveness").down_revision)
+    uses = {"given-back": (0, True), "spent": (1, False), "no-history": (0, True)}
+    with sqlite3.connect(tmp_path / "tool.db") as database:
+        for user, (days, refunded) in uses.items():
+            database.execute(
+                "INSERT INTO late_day_uses (platform_id, context_id, resource_link_id, user_id, days, refunded)"
+                " VALUES (1, 'c', 'r', ?, ?, ?)",
+                (user, days, refunded),
+            )
+        for user, change in (("given-back", "due 2026-01-01 10:00 UTC"), ("given-back", "2 late days given back, "
+                             "lateness forgiven"), ("spent", "1 extra attempt")):  # fmt: skip
+            database.execute(
+                "INSERT INTO accommodation_changes (platform_id, context_id, resource_link_id, user_id, change,"
+                " set_by, set_at) VALUES (1, 'c', 'r', ?, ?, 'Alan Turing', '2026-01-01 00:00:00')",
+                (user, change),
+            )
+    upgrade(url)
+    with sqlite3.connect(tmp_path / "tool.db") as database:
+        found = {user: (days, forgiven) for user, days, forgiven in database.execute(
+            "SELECT user_id, days, forgiven FROM late_day_uses")}  # fmt: skip
+    assert found == {"given-back": (0, 2), "spent": (1, 0), "no-history": (0, 0)}
