@@ -180,11 +180,14 @@ def answers(submission: bytes, questions: Sequence[WrittenQuestion]) -> dict[str
     delete, duplicate and move cells: a question whose region cannot be found is `found=False`."""
     cells = _cells(submission)
     claimed = _match(_regions(cells), [_key(q.prompt) for q in questions])
-    found = {}
+    found, gaps = {}, {}
     for number, question in enumerate(questions):
         region = claimed.get(number)
         if region is None:
-            found[question.name] = _missing(question, cells, _gap(claimed, number, len(cells)))
+            gap = _gap(claimed, number, len(cells))  # questions missing side by side share one: read it once
+            found[question.name] = replace(
+                gaps.get(gap) or gaps.setdefault(gap, _missing(cells, gap)), question=question.name
+            )
         else:
             found[question.name] = _answer(question, cells, region)
     return found
@@ -549,12 +552,20 @@ def _gap(claimed: dict[int, _Region], number: int, count: int) -> range:
     return range(max(before, default=0), min(after, default=count))
 
 
-def _missing(question: WrittenQuestion, cells: list[dict[str, Any]], gap: range) -> Answer:
-    inside = [i for i in gap if not _begin(cells[i]) and not _ends(cells[i])]
-    kept = inside[:MAX_REGION_CELLS]
+def _missing(cells: list[dict[str, Any]], gap: range) -> Answer:
+    """The answer of a question whose marker is gone (its name is the caller's to set): the gap's first
+    MAX_REGION_CELLS cells that are not markers, read no further."""
+    kept, at = [], gap.start
+    for at in gap:
+        if len(kept) == MAX_REGION_CELLS:
+            break
+        if not _begin(cells[at]) and not _ends(cells[at]):
+            kept.append(at)
+    else:
+        at = gap.stop
     copies = tuple(_copy_cell(cells[i]) for i in kept)
     digest = hashlib.sha256(b"not found\n" + _digest([cells[i] for i in kept]).encode()).hexdigest()
-    return Answer(question.name, copies, digest, False, len(inside) - len(kept))
+    return Answer("", copies, digest, False, gap.stop - at)
 
 
 def _without_prompt(cells: list[dict[str, Any]], inside: list[int], prompt_key: str) -> list[int]:

@@ -322,7 +322,7 @@ def test_staff_pages_of_a_launch_without_a_cookie_open_only_in_a_window_of_their
     offer = frame.get(url)
     assert offer.status_code == 403 and 'id="staff-window"' in offer.text and "Gradebook" not in offer.text
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', offer.text).group(1)
-    for path in ("", "/staff/scores.csv", "/staff/written", "/staff/insights", "/student", "/attempts.json"):
+    for path in ("", "/staff/written", "/staff/insights", "/student", "/attempts.json"):
         elsewhere = requests.get(url + path, timeout=10)
         assert elsewhere.status_code in (403, 404), path
         assert "teacher-storage" not in elsewhere.text and "Download scores" not in elsewhere.text
@@ -333,12 +333,13 @@ def test_staff_pages_of_a_launch_without_a_cookie_open_only_in_a_window_of_their
     assert opened.status_code == 303 and "Partitioned" in opened.headers["Set-Cookie"]
     dashboard = window.get(urljoin(tool.url, opened.headers["Location"]))
     assert dashboard.status_code == 200 and "Download scores" in dashboard.text
-    assert window.get(f"{url}/staff/scores.csv").status_code == 200
+    assert window.post(f"{url}/staff/scores.csv", data={"csrf_token": csrf}).status_code == 200
 
     thief = requests.Session()  # the same URLs and the form's token, in another browser: nothing
     assert thief.post(f"{url}/window", data={"csrf_token": csrf}, allow_redirects=False).status_code == 404
-    for path in ("", "/staff/scores.csv", "/staff/written"):
+    for path in ("", "/staff/written"):
         assert thief.get(url + path, timeout=10).status_code == 404
+    assert thief.post(f"{url}/staff/scores.csv", data={"csrf_token": csrf}).status_code == 404
     assert frame.get(url).status_code == 404  # the frame itself: the launch is the window's now
 
 
