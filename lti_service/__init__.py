@@ -10,9 +10,9 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from .browser.site import load_site
 from .config import MULTIPART_OVERHEAD, Config
 from .jobs import Queue, build_queue
-from .lite import load_site
 from .lti.errors import LaunchError
 from .services import Services
 

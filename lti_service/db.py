@@ -218,7 +218,7 @@ class LinkSettings(LinkScoped, Base):
     written_points: Mapped[dict | None] = mapped_column(JSON, nullable=True, default=dict)
     """{question: points} set by staff where the assignment does not say (an autograder zip names none)"""
     due_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
-    """the link's own due date, where the LMS sends none for the student (links/accommodations.py)"""
+    """the link's own due date, where the LMS sends none for the student (rules/accommodations.py)"""
 
 
 class BatchJob(LinkScoped, Base):

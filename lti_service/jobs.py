@@ -26,13 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .assignments import builds, moves
+from .assignments import builds
 from .db import Attempt, Launch, Passback, PreviewGrade, WorkerHeartbeat, utcnow
 from .gradebook import passback
 from .insights.runner import Analysis
 from .lti.storage import DatabaseLaunchDataStorage
 from .services import Services
-from .submissions import batches, grading
+from .submissions import batches, grading, moves
 
 if TYPE_CHECKING:
     from huey import Huey

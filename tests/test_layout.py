@@ -1,13 +1,16 @@
-"""Every import points down (issue 22): read from the source, not run.
+"""Every import points down (issues 22 and 42): read from the source, not run.
 
 The floors of lti_service/, lowest first: the grader (autograder/), the infrastructure (configuration,
 tables, keys), the LTI protocol (lti/, which could be lifted out as a library), the platforms' registry,
-the service container, the domain (links, submissions, gradebook, assignments, written), and on top what drives it
-(the web views, the worker's jobs, the command line, health and backups, the app factory). A module imports
-only from its own floor or below; lti/ only from itself and the infrastructure. No two modules of
-lti_service/ or autograder/ import each other, however indirectly (imports inside functions and under
-TYPE_CHECKING count: a cycle hidden there is still a cycle for a reader); autograder/ never imports
-lti_service/.
+the service container; then the domain, one package a floor where one uses another: what staff set for a link
+and its students (rules/) beside the notebook in the browser (browser/), the assignments and the version each
+link uses (assignments/), written answers (written/), the gradebook (gradebook/), insights (insights/),
+students' submissions and their grading (submissions/); then what drives it: the worker (jobs), operations
+(monitoring, backups), the web views, and the app factory with the command line. A module imports only from
+its own floor or below; lti/ only from itself and the infrastructure. Every package and top-level module is
+on a floor: a new one must be placed. No two modules of lti_service/ or autograder/ import each other,
+however indirectly, and no two packages either (imports inside functions and under TYPE_CHECKING count: a
+cycle hidden there is still a cycle for a reader); autograder/ never imports lti_service/.
 """
 
 from __future__ import annotations
@@ -18,17 +21,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+APP = "lti_service"  # the app factory: the package's own __init__, on the top floor
 FLOORS = [
     ("autograder",),  # the grader, a package of its own beneath the tool
     ("lti_service.config", "lti_service.db", "lti_service.keys", "lti_service.logs", "lti_service.migrate"),
     ("lti_service.lti",),
     ("lti_service.platforms",),
     ("lti_service.services",),
-    ("lti_service.links", "lti_service.submissions", "lti_service.gradebook", "lti_service.assignments",
-     "lti_service.written", "lti_service.insights"),
-    ("lti_service.views", "lti_service.jobs", "lti_service.cli", "lti_service.monitoring", "lti_service.backup",
-     "lti_service.__main__", "lti_service"),
-]  # fmt: skip
+    ("lti_service.rules", "lti_service.browser"),
+    ("lti_service.assignments",),
+    ("lti_service.written",),
+    ("lti_service.gradebook",),
+    ("lti_service.insights",),
+    ("lti_service.submissions",),
+    ("lti_service.jobs",),
+    ("lti_service.monitoring", "lti_service.backup"),
+    ("lti_service.views",),
+    (APP, "lti_service.cli", "lti_service.__main__"),
+]
 
 
 def modules(package: str) -> dict[str, Path]:
@@ -63,11 +73,29 @@ GRAPH = {name: imports(name) for name in MODULES}
 
 
 def floor(name: str) -> int:
-    """The floor of a module of lti_service: the one of the longest matching prefix."""
-    matches = [(len(prefix), level) for level, prefixes in enumerate(FLOORS) for prefix in prefixes
-               if name == prefix or name.startswith(prefix + ".")]  # fmt: skip
-    assert matches, f"{name} is on no floor: add it to FLOORS"
-    return max(matches)[1]
+    """The floor of a module of lti_service: the one of its package or top-level module (the app factory,
+    lti_service itself, only by its own name)."""
+    matches = [level for level, prefixes in enumerate(FLOORS) for prefix in prefixes
+               if name == prefix or (prefix != APP and name.startswith(prefix + "."))]  # fmt: skip
+    assert matches, f"{name} is on no floor: add its package to FLOORS"
+    return matches[0]
+
+
+def package(name: str) -> str:
+    """The package (or top-level module) of lti_service a module belongs to; autograder is one."""
+    parts = name.split(".")
+    return parts[0] if parts[0] != APP or len(parts) == 1 else ".".join(parts[:2])
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Package -> the other packages its modules import."""
+    found: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        found.setdefault(package(name), set()).update(package(t) for t in targets if package(t) != package(name))
+    return found
+
+
+PACKAGES = package_graph(GRAPH)
 
 
 def test_every_import_of_lti_service_points_down():
@@ -100,6 +128,18 @@ def test_the_grader_never_imports_the_web_tool():
 def test_no_module_imports_itself_through_others():
     cycles = strongly_connected(GRAPH)
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(sorted(c)) for c in cycles)
+
+
+def test_no_package_imports_itself_through_others():
+    """The same between packages: links -> gradebook -> written -> links was a cycle no module showed."""
+    cycles = strongly_connected(PACKAGES)
+    assert not cycles, "package cycles:\n" + "\n".join(" <-> ".join(sorted(c)) for c in cycles)
+
+
+def test_every_package_is_on_a_floor_and_every_floor_is_a_package():
+    placed = {prefix for prefixes in FLOORS for prefix in prefixes}
+    assert set(PACKAGES) <= placed, f"not on any floor: {sorted(set(PACKAGES) - placed)}"
+    assert placed <= set(PACKAGES), f"on a floor but gone: {sorted(placed - set(PACKAGES))}"
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
@@ -145,6 +185,8 @@ def test_the_cycle_finder_finds_cycles(graph, expected):
 
 def test_the_floors_are_read_from_the_source():
     """The checks above would pass on an empty graph: they see the imports they are about."""
-    assert "lti_service.links.settings" in GRAPH["lti_service.links.columns"]
+    assert "lti_service.rules.settings" in GRAPH["lti_service.gradebook.columns"]
     assert "lti_service.lti.ags" in GRAPH["lti_service.gradebook.passback"]
-    assert floor("lti_service.views.staff") > floor("lti_service.links.dashboard") > floor("lti_service.lti.ags")
+    assert "lti_service.written" in PACKAGES["lti_service.gradebook"]
+    assert floor("lti_service.views.staff") > floor("lti_service.gradebook.columns") > floor("lti_service.lti.ags")
+    assert floor("lti_service") == len(FLOORS) - 1 and floor("lti_service.views") < floor("lti_service")

@@ -1,6 +1,5 @@
 """Assignments as data: many notebook assignments per deployment, each in versions, added by operators (CLI)
-or by a course's staff (in the browser). The version each resource link is pinned to is the link's
-(links/versions.py).
+or by a course's staff (in the browser).
 
 - `summary.py`: what an autograder zip holds (questions, points, public and hidden tests) and how two
   versions differ;
@@ -8,7 +7,7 @@ or by a course's staff (in the browser). The version each resource link is pinne
 - `building.py`: a master notebook or an autograder zip (with the student's files) made into checked files;
 - `catalog.py`: storing and finding assignments and their versions, scoped to every course or one;
 - `builds.py`: uploads from the browser, built by a background job with progress;
-- `moves.py`: moving a link to a newer version: every attempt graded again first, scores sent on confirmation;
+- `versions.py`: the version each link is pinned to (at its first launch; moved only by its staff);
 - `builtin.py`: Decode, seeded from the build's outputs;
 - `cli.py`: `python -m lti_service assignment add|list|show|update|remove`.
 """

@@ -29,8 +29,6 @@ from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.orm import Session, defer
 
 from ..db import Attempt, Passback, Platform, utcnow
-from ..links import settings
-from ..links.accommodations import accommodation
 from ..lti.ags import AgsError
 from ..lti.quirks import (
     REASON,
@@ -41,6 +39,8 @@ from ..lti.quirks import (
     recorded_refusal,
     submission_time,
 )
+from ..rules import settings
+from ..rules.accommodations import accommodation
 from ..services import Services
 from ..written.grades import Standing, standing
 

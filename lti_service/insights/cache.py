@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, defer
 from ..assignments.building import BuildError, notebook_in
 from ..assignments.catalog import handout
 from ..db import AssignmentLink, AssignmentVersion, Attempt, Database, LinkInsights, utcnow
-from ..links.settings import counting_attempt
+from ..rules.settings import counting_attempt
 from ..services import Services
 from .mistakes import Graded, Student, answer_codes, common_mistakes
 
@@ -129,7 +129,7 @@ def _held(claim: Claim):
 
 def compute(db: Database, key: dict, policy: str) -> dict:
     """The link's insights as plain JSON values (SHAPE), with the students' ids and names: the pages that hide
-    names show references instead (links/refs.py). Runs in the child process (runner.py), which only reads."""
+    names show references instead (rules/refs.py). Runs in the child process (runner.py), which only reads."""
     version = _version(db, key)
     questions = [q["name"] for q in version.questions]
     students = _students(db, key, policy, questions)

@@ -64,7 +64,7 @@ class Student:
 
 @dataclass(frozen=True)
 class Example:
-    user_id: str  # pages that hide names show the student's reference instead (links/refs.py), never these
+    user_id: str  # pages that hide names show the student's reference instead (rules/refs.py), never these
     name: str
     code: str
 

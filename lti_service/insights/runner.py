@@ -26,7 +26,7 @@ from typing import IO
 
 from ..config import Config
 from ..db import Database
-from ..links.settings import load
+from ..rules.settings import load
 from ..services import Services
 from . import cache
 

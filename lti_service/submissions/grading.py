@@ -26,14 +26,13 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from autograder import GradeOptions, SandboxUnavailable, grade_submission
 from autograder.assignment import AssignmentError
 
-from ..assignments import catalog
+from ..assignments import catalog, versions
 from ..db import Attempt, PreviewGrade, utcnow
 from ..gradebook import passback
+from ..gradebook.columns import link_lineitem
 from ..insights import cache as insights
-from ..links import versions
-from ..links.accommodations import SpendRaced, spend
-from ..links.columns import link_lineitem
-from ..links.settings import due_at, link_key, load, rules_in
+from ..rules.accommodations import SpendRaced, spend
+from ..rules.settings import due_at, link_key, load, rules_in
 from ..services import Services
 from ..written.grades import digests
 from ..written.questions import link_questions
@@ -60,7 +59,7 @@ def create_attempt(services: Services, launch, filename: str, data: bytes) -> tu
     SubmissionRefused when the link's settings refuse a new attempt now. The database decides races:
     each attempt takes the next number, unique per user and link, so of concurrent uploads only one gets
     a number; the others look again (and meet the attempt limit, or their duplicate, or the next number).
-    Late days an upload spends are taken in the same transaction (links/accommodations.py).
+    Late days an upload spends are taken in the same transaction (rules/accommodations.py).
     """
     for _ in range(UPLOAD_RACE_RETRIES):
         try:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flask import current_app
 
+from ..browser.site import Site
 from ..jobs import Queue
-from ..lite import Site
 from ..services import Services
 
 
@@ -15,6 +15,11 @@ def services() -> Services:
 
 def queue() -> Queue:
     return current_app.extensions["queue"]
+
+
+def grade_later(attempt_id: int) -> None:
+    """Queue an attempt's grading (a worker takes it; the database poll does if the queue loses it)."""
+    queue().submit(queue().grade, attempt_id)
 
 
 def site() -> Site | None:

@@ -12,9 +12,9 @@ from flask import Blueprint, abort, jsonify, redirect, render_template, request,
 from ..assignments import builds, catalog
 from ..assignments.building import BuildError, listed_files, master_config, match_uploads, notebook_filename
 from ..assignments.summary import differences, questions_of
+from ..browser.site import browser_fit
 from ..config import MULTIPART_OVERHEAD
 from ..db import AssignmentBuild, Launch
-from ..lite import browser_fit
 from . import queue, services, site
 from .launches import adding_note, check_csrf, csrf_token, current_launch, may_add_assignments
 

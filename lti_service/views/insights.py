@@ -2,7 +2,7 @@
 for its course staff only. Nothing is computed here: the page shows the stored result and when it was made.
 
 "Without names" (`?anonymous=1`, on the page, the side-by-side view and the downloads) shows each student as
-their opaque reference on the link (links/refs.py), never a name or an LMS id: the stored result keeps those,
+their opaque reference on the link (rules/refs.py), never a name or an LMS id: the stored result keeps those,
 and only the labels made here reach the page."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Callable
 from flask import Blueprint, abort, redirect, render_template, request, url_for
 
 from ..insights import cache
-from ..links.refs import student_ref
-from ..links.settings import link_key
+from ..rules.refs import student_ref
+from ..rules.settings import link_key
 from . import services
 from .downloads import csv_download
 from .launches import check_csrf, csrf_token

@@ -1,10 +1,10 @@
 """The notebook in the browser, per window. The student's page posts a form to /lite/open (the launch travels
 in the form, never in a URL a browser keeps); the answer signs a new window in with a cookie scoped to
-/lite/w/<window id>/ and leads there (lite_windows.py). Under that path is the JupyterLite site as that launch
+/lite/w/<window id>/ and leads there (windows.py). Under that path is the JupyterLite site as that launch
 sees it: its configuration (which packages load; the browser keeps the work in memory only) and its files
 (the handout, with the student's saved work over it, which the window's panel saves back: never over a newer
 save of another window); the site's own files are the same for everyone, so they are redirected to
-/lite/site/<build>/ and cached there. See lite.py.
+/lite/site/<build>/ and cached there. See browser/site.py.
 
 The site runs in a window of its own (first party): inside the LMS's frame, browsers that block
 third-party storage refuse JupyterLite its service worker and storage.
@@ -25,14 +25,14 @@ from urllib.parse import unquote
 from flask import Blueprint, Response, abort, current_app, redirect, render_template, request, send_file, url_for
 from markupsafe import Markup
 
-from .. import lite_windows
-from ..assignments import catalog
+from ..assignments import catalog, versions
+from ..browser import windows
+from ..browser.site import BrowserFit, Handout, Site, cdn_lock, legacy_store, listing, notebook_path, open_handout
 from ..db import AssignmentVersion, Launch
-from ..links import versions
-from ..lite import BrowserFit, Handout, Site, cdn_lock, legacy_store, listing, notebook_path, open_handout
-from . import services, site
+from ..submissions.uploads import NotTaken, take_notebook
+from . import grade_later, services, site
 from .launches import check_csrf, current_launch
-from .pages import NotTaken, attempts_json_for, offer, take_notebook
+from .pages import attempts_json_for, offer
 
 bp = Blueprint("lite", __name__, url_prefix="/lite")
 APP_PAGES = ("lab/", "lab/index.html", "notebooks/", "notebooks/index.html")
@@ -49,7 +49,7 @@ MEMORY_ONLY = ["memoryStorageDriver"]
 COOKIE = "lite-"
 SIGNED_OUT = (
     "This notebook window is signed out. On a shared computer a window signs out when it is closed, after "
-    f"{lite_windows.IDLE.seconds // 60} minutes without use, or when you leave the computer. Open the assignment "
+    f"{windows.IDLE.seconds // 60} minutes without use, or when you leave the computer. Open the assignment "
     "again from your course and choose “Open in the browser”: your saved work is there."
 )
 
@@ -102,7 +102,7 @@ def _browser(launch: Launch) -> tuple[AssignmentVersion, BrowserFit, Handout]:
 def _signed_in(window_id: str) -> Launch:
     """The launch of the window behind a request, from its cookie; 401 for a window signed out."""
     token = request.cookies.get(COOKIE + window_id)
-    launch = lite_windows.signed_in(services().db, window_id, token)
+    launch = windows.signed_in(services().db, window_id, token)
     if launch is None:
         if request.accept_mimetypes.accept_html and request.method == "GET":
             abort(Response(render_template("message.html", heading="Signed out", message=SIGNED_OUT), 401))
@@ -147,7 +147,7 @@ def open_window():
     launch = current_launch(request.form.get("launch", ""), cookie_path=False)
     check_csrf(launch)
     notebook = notebook_path(_browser(launch)[2].sizes)
-    opened = lite_windows.open_window(services().db, launch)
+    opened = windows.open_window(services().db, launch)
     page = url_for("lite.site_file", window_id=opened.window_id, name="notebooks/index.html", path=notebook)
     response = redirect(page, 303)
     response.set_cookie(
@@ -214,7 +214,7 @@ def _work(opened: InBrowser) -> dict[str, tuple[int, dt.datetime]]:
     """The files the window starts from, with their sizes and when they last changed: the handout, with the
     student's saved work over it."""
     added = opened.version.created_at
-    drafts = lite_windows.drafts(services().db, opened.launch)
+    drafts = windows.drafts(services().db, opened.launch)
     return {
         **{path: (size, added) for path, size in opened.handout.sizes.items()},
         **{path: (saved.size, saved.saved_at) for path, saved in drafts.items()},
@@ -235,7 +235,7 @@ def contents(window_id: str, directory: str):
 @bp.get("/w/<window_id>/files/<path:name>")
 def handout_file(window_id: str, name: str):
     opened = _window(window_id)
-    data = lite_windows.draft(services().db, opened.launch, name)
+    data = windows.draft(services().db, opened.launch, name)
     data = opened.handout.read(name) if data is None else data
     if data is None:
         abort(404)
@@ -251,8 +251,8 @@ def save_draft(window_id: str, name: str):
     if (request.content_length or 0) > limit:
         return {"error": f"This file is larger than the {limit / 2**20:.1f} MB the tool keeps. Nothing was saved."}, 413
     try:
-        saved = lite_windows.save_draft(services().db, launch, name, request.get_data(cache=False), limit, _base())
-    except lite_windows.DraftRefused as refused:
+        saved = windows.save_draft(services().db, launch, name, request.get_data(cache=False), limit, _base())
+    except windows.DraftRefused as refused:
         return _refused(refused)
     return {"saved": saved.at.strftime("%H:%M:%S UTC"), "revision": saved.revision}, NO_STORE
 
@@ -260,8 +260,8 @@ def save_draft(window_id: str, name: str):
 @bp.delete("/w/<window_id>/drafts/<path:name>")
 def delete_draft(window_id: str, name: str):
     try:
-        saved = lite_windows.delete_draft(services().db, _check_header(window_id), name, _base())
-    except lite_windows.DraftRefused as refused:
+        saved = windows.delete_draft(services().db, _check_header(window_id), name, _base())
+    except windows.DraftRefused as refused:
         return _refused(refused)
     return {"deleted": name, "revision": saved.revision}, NO_STORE
 
@@ -277,12 +277,12 @@ def recover(window_id: str, name: str):
     if (request.content_length or 0) > limit:
         return {"error": f"This file is larger than the {limit / 2**20:.1f} MB the tool keeps."}, 413
     content = request.get_data(cache=False)
-    mine = lite_windows.draft(services().db, launch, name)
+    mine = windows.draft(services().db, launch, name)
     if content == (handout.read(name) if mine is None else mine):
         return {"kept": None}, NO_STORE
     try:
-        kept = lite_windows.recover(services().db, launch, name, content, limit)
-    except lite_windows.DraftRefused as refused:
+        kept = windows.recover(services().db, launch, name, content, limit)
+    except windows.DraftRefused as refused:
         return _refused(refused)
     return {"kept": kept}, NO_STORE
 
@@ -294,13 +294,13 @@ def _base() -> int:
     return int(base) if re.fullmatch(r"[0-9]{1,15}", base) else 0
 
 
-def _refused(refused: lite_windows.DraftRefused) -> tuple[dict, int]:
-    return {"error": str(refused)}, 409 if isinstance(refused, lite_windows.DraftStale) else 400
+def _refused(refused: windows.DraftRefused) -> tuple[dict, int]:
+    return {"error": str(refused)}, 409 if isinstance(refused, windows.DraftStale) else 400
 
 
 @bp.post("/w/<window_id>/alive")
 def alive(window_id: str):
-    """The open window's heartbeat: it stays signed in while it is open (see lite_windows.IDLE)."""
+    """The open window's heartbeat: it stays signed in while it is open (see windows.IDLE)."""
     _check_header(window_id)
     return {"alive": True}, NO_STORE
 
@@ -310,7 +310,7 @@ def closing(window_id: str):
     """Sent as the window closes or reloads (a beacon: no custom header): signed out soon unless it comes back.
     Only a signed-in window may ask, and the cookie is SameSite=Lax: another site's page cannot send it."""
     _signed_in(window_id)
-    lite_windows.closing(services().db, window_id)
+    windows.closing(services().db, window_id)
     return "", 204
 
 
@@ -319,7 +319,7 @@ def leave(window_id: str):
     """The student leaves the computer: every window of the launch signed out, and the browser told to clear
     what the tool's pages keep on this computer (storage, service workers, cookies)."""
     launch = _check_header(window_id)
-    lite_windows.sign_out(services().db, launch)
+    windows.sign_out(services().db, launch)
     response = Response(current_app.json.dumps({"left": url_for("lite.left")}), mimetype="application/json")
     response.headers["Clear-Site-Data"] = '"storage", "cookies"'
     response.delete_cookie(COOKIE + window_id, path=f"/lite/w/{window_id}/")
@@ -372,8 +372,8 @@ def _app_page(opened: InBrowser, name: str) -> Response:
     data = {
         "legacyStore": legacy_store(current_app.config["SECRET_KEY"], launch.user_id, link),
         "recover": url_for("lite.window_root", window_id=window) + "recovered/",
-        "maxRecovered": lite_windows.RECOVERED_FILES,
-        "revision": lite_windows.revision(services().db, launch),
+        "maxRecovered": windows.RECOVERED_FILES,
+        "revision": windows.revision(services().db, launch),
         "submit": url_for("lite.submit", window_id=window),
         "attempts": url_for("lite.attempts", window_id=window),
         "drafts": url_for("lite.window_root", window_id=window) + "drafts/",
@@ -382,7 +382,7 @@ def _app_page(opened: InBrowser, name: str) -> Response:
         "leave": url_for("lite.leave", window_id=window),
         "csrf": _window_csrf(window),
         "maxBytes": services().config.max_upload_bytes,
-        "heartbeatMs": int(lite_windows.HEARTBEAT.total_seconds() * 1000),
+        "heartbeatMs": int(windows.HEARTBEAT.total_seconds() * 1000),
     }
     panel = Markup(
         '<script id="grader-data" type="application/json">{}</script>'
@@ -413,7 +413,7 @@ def submit(window_id: str):
     launch = _check_header(window_id)
     name = unquote(request.headers.get("X-Notebook-Name", ""))[:300] or "notebook.ipynb"
     try:
-        attempt, new = take_notebook(launch, name, request.get_data(cache=False))
+        attempt, new = take_notebook(services(), launch, name, request.get_data(cache=False), grade_later)
     except NotTaken as refused:
         return {"error": str(refused)}, 400
     return {"attempt": attempt.id, "number": attempt.number, "new": new}

@@ -9,9 +9,9 @@ import secrets
 from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
 from sqlalchemy import update
 
+from ..assignments.versions import pin
 from ..db import Launch, Platform, token_digest, utcnow
-from ..links.columns import ensure_column
-from ..links.versions import pin
+from ..gradebook.columns import ensure_column
 from ..lti import invites, login_limits
 from ..lti.cookies import set_launch_cookie, set_state_cookie, state_cookie
 from ..lti.errors import LaunchError

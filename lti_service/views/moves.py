@@ -7,12 +7,12 @@ from __future__ import annotations
 from flask import Blueprint, abort, redirect, render_template, url_for
 from sqlalchemy import func, select
 
-from ..assignments import catalog, moves
+from ..assignments import catalog, versions
 from ..assignments.summary import differences, questions_of
 from ..db import Attempt, Launch, LinkMove
-from ..links import versions
-from ..links.settings import link_key
-from . import queue, services
+from ..rules.settings import link_key
+from ..submissions import moves
+from . import grade_later, queue, services
 from .launches import check_csrf, csrf_token
 from .staff import staff_launch
 
@@ -89,7 +89,7 @@ def apply(launch_id: str, move_id: int):
     except moves.MoveRefused as refused:
         return move_page(launch_id, move_id, error=str(refused)), 409
     for attempt_id in regrade:
-        queue().submit(queue().grade, attempt_id)
+        grade_later(attempt_id)
     for passback_id in passbacks:
         queue().submit(queue().send_score, passback_id)
     return redirect(url_for("pages.assignment", launch_id=launch.id) + "#assignment", 303)

@@ -8,21 +8,18 @@ import json
 from flask import Blueprint, abort, redirect, render_template, request, url_for
 from sqlalchemy import select
 
-from autograder import InvalidSubmission, check_submission
-
-from ..assignments import catalog
+from ..assignments import catalog, versions
+from ..browser.site import BrowserFit, browser_fit
 from ..db import Attempt, Launch, LinkSettings, Passback, Platform
+from ..gradebook.columns import gradebook_problem
 from ..gradebook.passback import refusal
-from ..links import versions
-from ..links.columns import gradebook_problem
-from ..links.settings import SubmissionRules, counting_attempt, link_key, rules_for
-from ..lite import BrowserFit, browser_fit
 from ..lti.deep_linking import presentation_target, resource_link_item, response_jwt
 from ..lti.quirks import TEACHER_FIXES
-from ..submissions.grading import SubmissionRefused, create_attempt
+from ..rules.settings import SubmissionRules, counting_attempt, link_key, rules_for
+from ..submissions.uploads import NotTaken, take_notebook
 from ..written import grades
 from ..written.questions import link_questions, total_points, written_points
-from . import queue, services, site
+from . import grade_later, services, site
 from .downloads import NOTEBOOK_TYPE, file_download
 from .launches import (
     adding_note,
@@ -121,39 +118,14 @@ def upload(launch_id: str):
     if file is None or not file.filename:
         return _back_with_error(launch, "Choose your .ipynb notebook file first.")
     try:
-        attempt, new = take_notebook(launch, file.filename, file.read(services().config.max_upload_bytes + 1))
+        data = file.read(services().config.max_upload_bytes + 1)
+        attempt, new = take_notebook(services(), launch, file.filename, data, grade_later)
     except NotTaken as refused:
         return _back_with_error(launch, str(refused))
     page = "pages.student_view" if is_staff(launch) else "pages.assignment"
     if not new:  # the same file again: say so, rather than show the old attempt as if it were new
         return redirect(url_for(page, launch_id=launch.id, same=attempt.number) + "#upload-notice", 303)
     return redirect(url_for(page, launch_id=launch.id) + f"#attempt-{attempt.id}", 303)
-
-
-class NotTaken(Exception):
-    """A notebook was not taken as an attempt; str() says why to the student. Nothing was saved."""
-
-
-def take_notebook(launch: Launch, filename: str, data: bytes) -> tuple[Attempt, bool]:
-    """Check a student's notebook against the link's assignment, save it as an attempt and queue its
-    grading (an upload, or a submit from the notebook in the browser). Returns the attempt and whether it is
-    new (the same notebook again makes no new attempt)."""
-    if launch.message_type != "LtiResourceLinkRequest":
-        abort(400, "Uploads belong to an assignment launch.")
-    version = versions.version_for(services(), launch)
-    try:
-        check_submission(catalog.zip_path(services(), version), data, services().config.max_upload_bytes)
-    except InvalidSubmission as error:
-        raise NotTaken(
-            f"Your file was not accepted: {error} (the assignment here is “{version.title}”). Nothing was saved."
-        ) from None
-    try:
-        attempt, new = create_attempt(services(), launch, filename, data)
-    except SubmissionRefused as refused:
-        raise NotTaken(f"{refused} Nothing was saved.") from None
-    if new or attempt.status == "queued":  # a repeated upload of a queued attempt queues it again
-        queue().submit(queue().grade, attempt.id)  # saved: from here on nothing may fail the request
-    return attempt, new
 
 
 def _back_with_error(launch: Launch, message: str):

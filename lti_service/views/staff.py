@@ -7,14 +7,14 @@ import datetime as dt
 from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
 from sqlalchemy import select
 
-from ..assignments import moves
+from ..assignments import versions
 from ..db import Attempt, Launch, Passback
+from ..gradebook.columns import gradebook_problem
 from ..gradebook.passback import requeue
-from ..links import accommodations, dashboard, versions
-from ..links.columns import gradebook_problem
-from ..links.settings import link_key, load, save
-from ..submissions import batches
-from . import charts, queue, services
+from ..rules import accommodations
+from ..rules.settings import link_key, load, save
+from ..submissions import batches, moves
+from . import charts, dashboard, queue, services
 from .downloads import NOTEBOOK_TYPE, csv_download, file_download
 from .launches import adding_note, check_csrf, csrf_token, current_launch, is_staff, may_add_assignments
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from flask import Blueprint, abort, redirect, render_template, request, url_for
 
+from ..assignments import versions
 from ..db import Attempt, Launch
 from ..gradebook.passback import requeue
-from ..links import versions
-from ..links.settings import counting_attempt, link_key, load, save
+from ..rules.settings import counting_attempt, link_key, load, save
 from ..written import grades, rubric
 from ..written.questions import MAX_POINTS, Question, as_written, find, link_questions
 from ..written.render import notebook_answer_html, prompt_html

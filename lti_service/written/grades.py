@@ -20,8 +20,8 @@ from sqlalchemy.orm import defer
 from autograder.written import WrittenError, answers
 
 from ..db import AssignmentVersion, Attempt, RubricItem, WrittenGrade, utcnow
-from ..links.refs import student_ref
-from ..links.settings import counting_attempt, load
+from ..rules.refs import student_ref
+from ..rules.settings import counting_attempt, load
 from ..services import Services
 from .questions import MAX_POINTS, Question, as_written, link_questions
 

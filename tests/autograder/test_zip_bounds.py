@@ -90,7 +90,7 @@ def test_the_grader_holds_support_files_by_name_and_size_only(toy):
 
 
 def test_a_zip_bomb_in_the_students_folder_is_refused_when_it_is_added(toy, tmp_path: Path):
-    """What students download (lti_service/lite.py unpacks it for the notebook in the browser)."""
+    """What students download (lti_service/browser/site.py unpacks it for the notebook in the browser)."""
     notebook = json.dumps(json.loads(toy.notebook("bounds").read_text())).encode()
     folder = io.BytesIO()
     with zipfile.ZipFile(folder, "w", zipfile.ZIP_DEFLATED) as archive:

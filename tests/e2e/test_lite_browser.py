@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy
 from playwright.sync_api import Page, expect
 
-from lti_service.lite import legacy_store
+from lti_service.browser.site import legacy_store
 from tests.e2e.helpers import course_launch, tool_frame
 from tests.lti_service.tool import wait_for
 from tests.submissions import ROOT, reference_answers

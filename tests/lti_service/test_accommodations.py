@@ -18,9 +18,9 @@ from alembic.script import ScriptDirectory
 
 from lti_service.config import Config
 from lti_service.db import AccommodationChange
-from lti_service.links import accommodations
 from lti_service.migrate import alembic_config, upgrade
 from lti_service.platforms import add_platform
+from lti_service.rules import accommodations
 from lti_service.services import Services
 from tests.lti_service.conftest import Lms, StudentPage, in_gradebook, notebook_bytes, race_uploads, settings
 from tests.lti_service.tool import browser_session, wait_for

@@ -9,7 +9,7 @@ import re
 from types import SimpleNamespace
 
 from lti_service.config import Config
-from lti_service.links.refs import student_ref
+from lti_service.rules.refs import student_ref
 from tests.lti_service.conftest import Lms, StudentPage, notebook_bytes
 
 LINK = "written-anonymous"

@@ -15,8 +15,8 @@ import pytest
 
 from lti_service.config import Config
 from lti_service.db import Accommodation, AccommodationChange, AssignmentVersion, Attempt, utcnow
-from lti_service.links import accommodations
 from lti_service.platforms import add_platform
+from lti_service.rules import accommodations
 from lti_service.services import Services
 
 POSTGRES = "postgresql://postgres@127.0.0.1:5432"

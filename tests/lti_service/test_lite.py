@@ -1,4 +1,4 @@
-"""The notebook in the browser, as the tool serves it per window (views/lite.py, lite_windows.py): opened by a
+"""The notebook in the browser, as the tool serves it per window (views/lite.py, windows.py): opened by a
 form (no credential in any URL), signed in by a cookie of the window's own path and signed out when it closes,
 idles or leaves; the student's work kept by the tool and never in the browser's storage; the launch's files and
 nothing of the hidden tests; the shared site cached; "Submit for grading" an attempt exactly like an upload.
@@ -21,10 +21,10 @@ import pytest
 import requests
 import sqlalchemy
 
-from lti_service import lite_windows
+from lti_service.browser import windows
+from lti_service.browser.site import browser_fit, load_site
 from lti_service.config import ROOT
 from lti_service.db import utcnow
-from lti_service.lite import browser_fit, load_site
 from tests.lti_service.conftest import in_gradebook, notebook_bytes
 from tests.lti_service.tool import browser_session, wait_for
 
@@ -163,9 +163,9 @@ def test_a_window_is_signed_out_when_it_closes_when_idle_and_when_the_student_le
     window, other = open_window(page), open_window(page)
     assert window.send("POST", "alive").status_code == 200
     assert window.send("POST", "closing").status_code == 204
-    assert expiry(lms, window) - utcnow() <= lite_windows.CLOSING, "a closed window is signed in only for a reload"
+    assert expiry(lms, window) - utcnow() <= windows.CLOSING, "a closed window is signed in only for a reload"
     assert window.get("jupyter-lite.json").status_code == 200, "a reload within that time brings it back"
-    assert expiry(lms, window) - utcnow() > lite_windows.IDLE - lite_windows.HEARTBEAT
+    assert expiry(lms, window) - utcnow() > windows.IDLE - windows.HEARTBEAT
 
     with tool_db(lms) as connection:  # then idle for longer than IDLE
         idle = sqlalchemy.text("UPDATE lite_windows SET expires_at = :when WHERE id = :id")
@@ -218,7 +218,7 @@ def test_drafts_past_their_bounds_are_refused_in_the_students_words_and_keep_wha
     assert window.send("PUT", "drafts/decode.ipynb", b"x", csrf="").status_code == 400
     for name in ("a/%2e%2e/b.txt", "a//b.txt", "%00.txt", "x" * 400):
         assert window.send("PUT", f"drafts/{name}", b"x").status_code in (400, 404), name
-    for number in range(lite_windows.MAX_DRAFT_FILES - 1):
+    for number in range(windows.MAX_DRAFT_FILES - 1):
         assert window.send("PUT", f"drafts/scratch/{number}.txt", b"x").status_code == 200
     full = window.send("PUT", "drafts/one-too-many.txt", b"x")
     assert full.status_code == 400 and "delete files you no longer need" in full.json()["error"]
@@ -260,19 +260,19 @@ def test_files_found_in_the_browser_are_kept_beside_the_work_never_over_it(lms):
     window = open_window(lms.open("student-grace", "lite-recover"))
     assert window.send("PUT", "drafts/decode.ipynb", b"the newer work").status_code == 200
     found = window.send("PUT", "recovered/decode.ipynb", b"an older copy")
-    assert found.status_code == 200 and found.json()["kept"] == f"{lite_windows.RECOVERED}/decode.ipynb"
+    assert found.status_code == 200 and found.json()["kept"] == f"{windows.RECOVERED}/decode.ipynb"
     planted = window.send("PUT", "recovered/decode.ipynb", b"written later by someone else")
     assert planted.status_code == 200 and planted.json()["kept"] is None
     assert window.get("files/decode.ipynb").content == b"the newer work"
-    assert window.get(f"files/{lite_windows.RECOVERED}/decode.ipynb").content == b"an older copy"
+    assert window.get(f"files/{windows.RECOVERED}/decode.ipynb").content == b"an older copy"
     top = window.get("api/contents/all.json").json()["content"]
     assert [(e["name"], e["type"]) for e in top] == [
         ("decode.ipynb", "notebook"),
-        (lite_windows.RECOVERED, "directory"),
+        (windows.RECOVERED, "directory"),
     ]
     assert window.send("PUT", "drafts/decode.ipynb", b"saved on").status_code == 200, "the window's own work saves"
 
-    for number in range(lite_windows.RECOVERED_FILES - 1):
+    for number in range(windows.RECOVERED_FILES - 1):
         assert window.send("PUT", f"recovered/more/{number}.txt", b"x").status_code == 200
     full = window.send("PUT", "recovered/one-too-many.txt", b"x")
     assert full.status_code == 400 and "delete files you no longer need" in full.json()["error"]
@@ -285,8 +285,8 @@ def test_files_found_in_the_browser_are_kept_beside_the_work_never_over_it(lms):
     assert other.send("PUT", "recovered/big.bin", b"x" * 1_000_000).status_code == 200
     too_much = other.send("PUT", "recovered/big2.bin", b"x" * 100_000)
     assert too_much.status_code == 400, "what is found takes at most one notebook's room from the student's work"
-    assert [e["path"] for e in other.get(f"api/contents/{lite_windows.RECOVERED}/all.json").json()["content"]] == [
-        f"{lite_windows.RECOVERED}/big.bin"
+    assert [e["path"] for e in other.get(f"api/contents/{windows.RECOVERED}/all.json").json()["content"]] == [
+        f"{windows.RECOVERED}/big.bin"
     ]
 
 
@@ -308,7 +308,7 @@ def race_saves(window: Window, folder: str, count: int, size: int) -> list[reque
         return list(pool.map(save, range(count)))
 
 
-RACES = (("big", 16, 1_000_000, 4), ("many", lite_windows.MAX_DRAFT_FILES + 14, 1, lite_windows.MAX_DRAFT_FILES))
+RACES = (("big", 16, 1_000_000, 4), ("many", windows.MAX_DRAFT_FILES + 14, 1, windows.MAX_DRAFT_FILES))
 """folder, files saved at once, each file's size, how many the quotas keep: by size (1 MB files in 4 MiB of
 drafts) and by count"""
 
@@ -321,7 +321,7 @@ def check_races(lms) -> None:
         assert sorted(r.status_code for r in answers) == [200] * fits + [400] * (count - fits), folder
         assert all("delete files you no longer need" in r.json()["error"] for r in answers if r.status_code == 400)
         kept = [e["size"] for e in window.get(f"api/contents/{folder}/all.json").json()["content"]]
-        assert len(kept) == fits and sum(kept) == fits * size <= lite_windows.MAX_DRAFTS_TIMES_UPLOAD * MIB, folder
+        assert len(kept) == fits and sum(kept) == fits * size <= windows.MAX_DRAFTS_TIMES_UPLOAD * MIB, folder
 
 
 def test_parallel_saves_never_pass_the_drafts_quotas(lms):
@@ -449,7 +449,7 @@ def test_a_handout_with_data_files_is_listed_folder_by_folder():
     import datetime as dt
     import io
 
-    from lti_service.lite import MAX_HANDOUT_BYTES, listing, notebook_path, open_handout
+    from lti_service.browser.site import MAX_HANDOUT_BYTES, listing, notebook_path, open_handout
 
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as archive:

@@ -10,7 +10,7 @@ from urllib.parse import urljoin
 
 import requests
 
-from lti_service.lite import load_site
+from lti_service.browser.site import load_site
 from tests.lti_service.test_lite import SITE, open_window
 
 CDN = "https://cdn.example.edu/pyodide/v0.27.7/full/"

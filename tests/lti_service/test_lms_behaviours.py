@@ -137,8 +137,8 @@ def test_scores_wait_for_a_column_the_platform_failed_to_create(tmp_path, built_
     from lti_service import create_app
     from lti_service.config import Config
     from lti_service.db import Attempt, Launch
+    from lti_service.gradebook import columns
     from lti_service.gradebook.passback import send
-    from lti_service.links import columns
     from lti_service.lti.ags import LINEITEM_SCOPE, SCORE_SCOPE
     from lti_service.lti.lineitems import AGS_CLAIM
     from lti_service.platforms import add_platform

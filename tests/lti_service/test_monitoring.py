@@ -13,10 +13,10 @@ from lti_service import create_app
 from lti_service.config import Config
 from lti_service.db import Attempt, Database, Launch, utcnow
 from lti_service.jobs import DatabasePoll, grade_and_send
-from lti_service.links import dashboard
 from lti_service.platforms import add_platform
 from lti_service.services import Services
 from lti_service.submissions.grading import create_attempt
+from lti_service.views import dashboard
 from tests.lti_service.conftest import notebook_bytes
 
 TOKEN = "scrape-token-for-tests"

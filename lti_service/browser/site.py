@@ -2,7 +2,7 @@
 launch's copy of the site holds.
 
 One site, built once (`make lite`: build/lite/site), serves every assignment. Per window the tool adds
-only data: the configuration (which packages the kernel loads; the work is kept by the tool, lite_windows.py)
+only data: the configuration (which packages the kernel loads; the work is kept by the tool, windows.py)
 and the files of the handout, which is what students download anyway. Hidden tests live only in the
 autograder zip, so they never reach the browser.
 """
@@ -113,7 +113,7 @@ def browser_fit(site: Site, requirements: str) -> BrowserFit:
 def legacy_store(secret: str, user_id: str, link: tuple[int, str, str]) -> str:
     """Where the tool's earlier versions kept this student's work on this link in the browser (IndexedDB, which
     any code of the origin can read and write). The window hands its files to the tool once, which keeps them
-    apart and never over the student's work (lite_windows.recover), then deletes it (static/lite.js)."""
+    apart and never over the student's work (windows.recover), then deletes it (static/lite.js)."""
     key = json.dumps([user_id, *link])
     return "grader-" + hmac.new(secret.encode(), key.encode(), hashlib.sha256).hexdigest()[:32]
 

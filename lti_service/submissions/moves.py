@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from sqlalchemy import func, select, update
 
+from ..assignments import catalog
+from ..assignments.versions import pinned
 from ..db import AssignmentLink, AssignmentVersion, Attempt, LinkMove, PreviewGrade, utcnow
 from ..gradebook.passback import record_grade
-from ..links.settings import counting_attempt, load
-from ..links.versions import pinned
+from ..rules.settings import counting_attempt, load
 from ..services import Services
-from ..submissions.grading import claim, grade_notebook, lease_renewed, set_aside
-from . import catalog
+from .grading import claim, grade_notebook, lease_renewed, set_aside
 
 OUTCOME = ("status", "score", "max_score", "result", "feedback", "error")
 FINISHED = ("graded", "failed")

@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
+from ..assignments import versions
 from ..db import Attempt, Passback, Platform, utcnow
 from ..gradebook.passback import Waiting, refusal, waiting
 from ..lti import nrps
 from ..lti.ags import AgsError
 from ..lti.quirks import TEACHER_FIXES, Refusal
+from ..rules.settings import counting_attempt, link_key, load
 from ..services import Services
-from . import versions
-from .settings import counting_attempt, link_key, load
 
 log = logging.getLogger("lti_service.dashboard")
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"

@@ -17,14 +17,14 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..assignments.catalog import assignment_of
+from ..assignments.versions import pin
 from ..db import Attempt, Launch, LinkLineItem, Platform, utcnow
-from ..gradebook.passback import record_grade
 from ..lti.ags import AgsError
 from ..lti.lineitems import PROBLEMS, RESOURCE_LINK_CLAIM, gradebook_access
+from ..rules.settings import link_key
 from ..services import Services
 from ..written.questions import total_points
-from .settings import link_key
-from .versions import pin
+from .passback import record_grade
 
 log = logging.getLogger("lti_service.lineitems")
 TAG = "decode-grader"

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from autograder.paths import safe_relative
 
-from .db import Database, Launch, LiteDraft, LiteDraftUsage, LiteWindow, token_digest, utcnow
+from ..db import Database, Launch, LiteDraft, LiteDraftUsage, LiteWindow, token_digest, utcnow
 
 IDLE = dt.timedelta(minutes=10)
 """signed out after this long unused (an open window says it is alive every HEARTBEAT)"""

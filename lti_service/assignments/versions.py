@@ -13,11 +13,11 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from ..assignments import catalog
 from ..db import Assignment, AssignmentLink, AssignmentVersion, Database
 from ..lti.errors import LaunchError
+from ..rules.settings import link_key
 from ..services import Services
-from .settings import link_key
+from . import catalog
 
 CUSTOM_PARAMETER = "assignment_version"
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
