@@ -69,8 +69,8 @@ class GradingBox:
             os.close(fds[0])
             raise AssignmentError(f"cannot read autograder zip {assignment.path}: {e.strerror}") from None
 
-        def program(uid: int, info_fd: int) -> list[str]:
-            argv = bwrap_argv(limits, uid, info_fd, self.site_dirs, [(PACKAGE, PACKAGE_MOUNT)])
+        def program(uid: int) -> list[str]:
+            argv = bwrap_argv(limits, uid, self.site_dirs, [(PACKAGE, PACKAGE_MOUNT)])
             return argv + python_argv(START, limits, fds, self.site_dirs)
 
         try:

@@ -68,6 +68,7 @@ def receive_sandbox(control: Control) -> tuple[GivenSandbox, dict[str, Any]]:
 
 
 def declared(tests: list[TestFile]) -> list[dict[str, Any]]:
+    """The tests' manifest as sent to the grader, which reads it with Manifest.from_data (the one writer of it)."""
     return [
         {"name": tf.name, "all_or_nothing": bool(tf.all_or_nothing),
          "cases": [[case.name, bool(case.hidden), case.points] for case in tf.test_cases]}

@@ -62,13 +62,6 @@ class Manifest:
     def by_name(self) -> dict[str, Question]:
         return {q.name: q for q in self.questions}
 
-    def to_data(self) -> list[dict[str, Any]]:
-        return [
-            {"name": q.name, "all_or_nothing": q.all_or_nothing,
-             "cases": [[c.name, c.hidden, c.points] for c in q.cases]}
-            for q in self.questions
-        ]  # fmt: skip
-
     @classmethod
     def from_data(cls, data: Any) -> Manifest:
         questions = tuple(_question(q) for q in _list(data, MAX_QUESTIONS))

@@ -29,9 +29,9 @@ import nbformat
 
 from autograder import GradeOptions, grade_submission
 from autograder.options import Limits
-from tests.autograder.host import peak_memory_kib, reset_peak_memory, started_sandbox
-from tests.parity.harness import broken_submissions, build, submission
-from tests.submissions import AUTOGRADER_ZIP, SOLUTION_NOTEBOOK, OtterRun, corpus, submission_notebook
+from testbed.host import peak_memory_kib, reset_peak_memory, started_sandbox
+from testbed.parity import broken_submissions, build, submission
+from testbed.submissions import AUTOGRADER_ZIP, SOLUTION_NOTEBOOK, OtterRun, corpus, submission_notebook
 
 STOCK_LATENCY_SAMPLE = 8  # sequential `otter run`s timed one by one (about 3 s each)
 OUR_ROUNDS = 3  # times this grader goes over all submissions

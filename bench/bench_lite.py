@@ -20,10 +20,8 @@ from pathlib import Path
 from playwright.sync_api import Page, sync_playwright
 
 from lti_service.config import ROOT
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
-from tests.e2e.helpers import course_launch, tool_frame
-from tests.e2e.test_lite_browser import KERNEL_STATUS
-from tests.lti_service.conftest import start_lms
+from testbed.browser import CHROMIUM, CHROMIUM_ARGS, KERNEL_STATUS, course_launch, tool_frame
+from testbed.lms import start_lms
 
 ROUNDS = 3
 KERNEL_TIMEOUT_MS = 180_000

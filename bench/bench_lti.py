@@ -34,9 +34,10 @@ from urllib.parse import urlencode, urlsplit
 import requests
 
 from lti_dev_platform.client import course_launch_url, parse_page
-from tests.lti_service.classroom import percentile
-from tests.lti_service.conftest import Lms, notebook_bytes, start_lms
-from tests.lti_service.tool import browser_session
+from testbed.classroom import percentile
+from testbed.lms import Lms, start_lms
+from testbed.submissions import notebook_bytes
+from testbed.tool import browser_session
 
 WARMUP_LAUNCHES = 20
 TIMED_LAUNCHES = 300

@@ -33,10 +33,11 @@ from pathlib import Path
 
 import requests
 
-from tests.lti_service.classroom import Classroom, Tally, median, percentile
-from tests.lti_service.conftest import Lms, notebook_bytes, start_lms
-from tests.lti_service.servers import PrivatePostgres, PrivateRedis, TcpRelay
-from tests.lti_service.tool import free_port, wait_for
+from testbed.classroom import Classroom, Tally, median, percentile
+from testbed.lms import Lms, start_lms
+from testbed.servers import PrivatePostgres, PrivateRedis, TcpRelay
+from testbed.submissions import notebook_bytes
+from testbed.tool import free_port, wait_for
 
 DEFAULTS = {"PASSBACK_BACKOFF": "2", "MAX_UPLOAD_BYTES": str(5 * 1024 * 1024)}  # undo the test suite's settings
 SETTLE = 300  # seconds to wait for the last score once the uploads and the fault are over

@@ -406,7 +406,10 @@ def results(context_id: str, item_id: str) -> Response:
 @bp.get("/nrps/<context_id>/memberships")
 def memberships(context_id: str) -> Response:
     p = platform()
+    if p.settings.nrps_delay:
+        time.sleep(p.settings.nrps_delay)  # a slow platform, so that concurrent reads overlap (tests)
     with p.state.lock:
+        p.state.nrps_requests[context_id] = p.state.nrps_requests.get(context_id, 0) + 1
         denied = require_scope(p, SCOPE_NRPS)
         if denied:
             return denied

@@ -17,7 +17,8 @@ class PlatformSettings:
     messages (Canvas's ``post_message_forwarding``; ``"_parent"`` for the course page itself; None: no
     platform storage, like Moodle). ``short_nrps_roles`` sends roster roles as Moodle 4.5 does ("Learner").
     ``tool_custom`` are the tool's custom fields as an administrator entered them (Canvas's developer key),
-    with Canvas's variable substitution. ``lineitems_delay`` slows line item creation (tests of races).
+    with Canvas's variable substitution. ``lineitems_delay`` slows line item creation, ``nrps_delay`` the roster
+    (tests of races).
     ``product_family_code`` is the product its launches name, and picks whose gradebook rules scores follow:
     "moodle" keeps a score only when FullyGraded (any other progress empties the grade, as Moodle's
     scores.php does); anything else ("canvas", the default) keeps FullyGraded and PendingManual scores and
@@ -42,6 +43,7 @@ class PlatformSettings:
     short_nrps_roles: bool = False
     tool_custom: dict[str, str] = field(default_factory=lambda: {"due_at": "$Canvas.assignment.dueAt.iso8601"})
     lineitems_delay: float = 0.0
+    nrps_delay: float = 0.0
     product_family_code: str = "lti-dev-platform"
 
     def __post_init__(self) -> None:

@@ -167,6 +167,7 @@ class PlatformState:
             self.score_log: list[dict[str, t.Any]] = []
             self.token_requests = 0
             self.lineitem_reads = 0  # GETs of one line item (the tool reads its scoreMaximum)
+            self.nrps_requests: dict[str, int] = {}  # context id -> roster requests
             self.seen_jti: dict[str, float] = {}
             self.fail_scores = {"count": 0, "status": 500, "message": "injected failure (test hook)"}
             self.outage: dict[str, t.Any] | None = None  # while set, service endpoints fail (see test_hooks)
@@ -284,6 +285,7 @@ class PlatformState:
                 },
                 "token_requests": self.token_requests,
                 "lineitem_reads": self.lineitem_reads,
+                "nrps_requests": dict(self.nrps_requests),
                 "scores": [asdict(s) for s in self.scores.values()],
                 "score_log": list(self.score_log),
                 "line_items": [asdict(i) for i in self.line_items.values()],

@@ -189,6 +189,7 @@ CONFIGURABLE = {
     "storage_target": (str, type(None)),
     "short_nrps_roles": (bool,),
     "lineitems_delay": (int, float),
+    "nrps_delay": (int, float),
     "product_family_code": (str,),
 }
 

@@ -162,9 +162,9 @@ class Attempt(LinkScoped, Base):
     """percent taken off because it came after the due date (0 when on time)"""
     lms_due_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     """the due date the LMS sent for the student with the launch it was uploaded from (None: it sent none)"""
-    written: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    answer_digests: Mapped[dict | None] = mapped_column("written", JSON, nullable=True)
     """once graded, its answers to the questions staff grade: {question: digest of the answer's text}, so
-    that a later attempt with the same text keeps the grade (written/grades.py)"""
+    that a later attempt with the same text keeps the grade (written/grades.py); column `written`"""
 
     @property
     def final_score(self) -> float | None:
@@ -280,9 +280,9 @@ class AssignmentVersion(Base):
     points: Mapped[float] = mapped_column(Float)
     questions: Mapped[list] = mapped_column(JSON)
     """[{"name", "points", "public", "hidden"}]: each question's points and numbers of public and hidden tests"""
-    written: Mapped[list | None] = mapped_column(JSON, nullable=True, default=list)
+    written_questions: Mapped[list | None] = mapped_column("written", JSON, nullable=True, default=list)
     """the questions course staff grade by hand (Otter's `manual: true`): autograder.written.WrittenQuestion
-    dicts, with the rubric the master notebook gives"""
+    dicts, with the rubric the master notebook gives; column `written`"""
     requirements: Mapped[str] = mapped_column(Text, default="")
     """the packages it needs beyond the grader's ("" for none)"""
     environment: Mapped[str] = mapped_column(Text, default="")
@@ -526,6 +526,8 @@ class LinkInsights(LinkScoped, Base):
     status: Mapped[str] = mapped_column(String(20), default="stale", index=True)
     requested_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     lease_until: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    lease_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    """while computing: the lease of the worker computing it (leases.py); only that worker may record the result"""
     computed_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
     data: Mapped[dict | None] = mapped_column(JSON, nullable=True)
@@ -534,6 +536,24 @@ class LinkInsights(LinkScoped, Base):
     """why the last computation did not finish, in staff's words (None once one finished)"""
     failures: Mapped[int] = mapped_column(default=0, server_default="0")
     """computations that did not finish since the last that did: the next waits longer (insights/cache.py)"""
+
+
+class LinkRoster(LinkScoped, Base):
+    """The students of one link as the platform's roster (NRPS) last listed them, shared by every web process:
+    the reader that claims the row (a compare-and-set on `tried_at`) asks the platform, the others use what is
+    here (rules/roster.py)."""
+
+    __tablename__ = "link_rosters"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", "resource_link_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    tried_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    """when a reader last claimed the row to ask the platform"""
+    students: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    """[[user_id, name], ...] of the last roster read whole and within bounds (None before one was)"""
+    read_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    """when that roster was asked for"""
+    failure: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    """why the last read gave no roster, in staff's words (None once a read did)"""
 
 
 class WorkerHeartbeat(Base):

@@ -52,7 +52,7 @@ class Queue:
     grade: TaskWrapper
     send_score: TaskWrapper
     grade_preview: TaskWrapper
-    """grade an attempt against the version its link is moving to (assignments/moves.py)"""
+    """grade an attempt against the version its link is moving to (submissions/moves.py)"""
     build_assignment: TaskWrapper
     """build and store an assignment uploaded in the browser (assignments/builds.py)"""
     running: Running

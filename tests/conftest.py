@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
+from testbed.lms import start_lms
+from testbed.submissions import AUTOGRADER_ZIP, ROOT, SOLUTION_NOTEBOOK, STUDENT_NOTEBOOK, load_test_sources
 from tests.lti_service import gradebook
-from tests.lti_service.conftest import start_lms
 from tests.package_index import downloaded_wheels, serve_index
-from tests.submissions import AUTOGRADER_ZIP, ROOT, SOLUTION_NOTEBOOK, STUDENT_NOTEBOOK, load_test_sources
 
 LONGEST_FIRST = (  # the files that take longest, longest first (seconds each in a `make test`, December 2026)
     "tests/parity/test_parity.py",  # 548: stock `otter run` on every notebook of the parity corpus

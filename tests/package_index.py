@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from autograder.environment import canonicalize_name
-from tests.submissions import ROOT
+from testbed.submissions import ROOT
 
 TEST_WHEELS = ROOT / "build" / "test-wheels"
 WHEEL_LIST = ROOT / "tests" / "test-wheels.txt"

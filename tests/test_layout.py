@@ -1,7 +1,7 @@
 """Every import points down (issues 22 and 42): read from the source, not run.
 
 The floors of lti_service/, lowest first: the grader (autograder/), the infrastructure (configuration,
-tables, keys), the LTI protocol (lti/, which could be lifted out as a library), the platforms' registry,
+tables, keys, leases), the LTI protocol (lti/, which could be lifted out as a library), the platforms' registry,
 the service container; then the domain, one package a floor where one uses another: what staff set for a link
 and its students (rules/) beside the notebook in the browser (browser/), the assignments and the version each
 link uses (assignments/), written answers (written/), the gradebook (gradebook/), insights (insights/),
@@ -22,9 +22,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = "lti_service"  # the app factory: the package's own __init__, on the top floor
+PRODUCT = ("lti_service", "autograder", "lti_dev_platform", "bench", "lite", "assignment", "testbed")
 FLOORS = [
     ("autograder",),  # the grader, a package of its own beneath the tool
-    ("lti_service.config", "lti_service.db", "lti_service.keys", "lti_service.logs", "lti_service.migrate"),
+    (
+        "lti_service.config",
+        "lti_service.db",
+        "lti_service.keys",
+        "lti_service.leases",
+        "lti_service.logs",
+        "lti_service.migrate",
+    ),
     ("lti_service.lti",),
     ("lti_service.platforms",),
     ("lti_service.services",),
@@ -190,3 +198,25 @@ def test_the_floors_are_read_from_the_source():
     assert "lti_service.written" in PACKAGES["lti_service.gradebook"]
     assert floor("lti_service.views.staff") > floor("lti_service.gradebook.columns") > floor("lti_service.lti.ags")
     assert floor("lti_service") == len(FLOORS) - 1 and floor("lti_service.views") < floor("lti_service")
+
+
+def test_no_product_code_imports_the_tests():
+    found = []
+    for folder in PRODUCT:
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                names += [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+                found += [f"{path.relative_to(ROOT)} -> {n}" for n in names if n == "tests" or n.startswith("tests.")]
+    assert not found, "\n".join(found)
+
+
+def test_no_test_module_is_imported_by_another_module():
+    """What tests share lives in support modules (conftest, helpers): a test module is a leaf."""
+    found = []
+    for path in (ROOT / "tests").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+            if module.startswith("tests.") and module.rpartition(".")[2].startswith("test_"):
+                found.append(f"{path.relative_to(ROOT)} -> {module}")
+    assert not found, "\n".join(found)

@@ -83,7 +83,6 @@ def python_roots(site_dirs: Sequence[str]) -> list[str]:
 def bwrap_argv(
     limits: Limits,
     uid: int | None,
-    info_fd: int,
     site_dirs: Sequence[str],
     binds: Sequence[tuple[str, str]],
     zygote_caps: Sequence[str] = (),
@@ -103,7 +102,6 @@ def bwrap_argv(
         "--unshare-cgroup-try",
         "--die-with-parent",
         "--new-session",
-        "--info-fd", str(info_fd),
         "--clearenv",
         "--setenv", "PATH", "/usr/bin:/bin",
         "--setenv", "HOME", "/tmp",
@@ -152,11 +150,11 @@ def rlimits(limits: Limits) -> list[int]:
 
 class Confined:
     """A process in bubblewrap as a uid of the pool (one per live process), in a cgroup of its own that caps
-    memory, processes and CPU of everything it starts, killed by a watchdog at its deadline. `program(uid,
-    info_fd)` is its bwrap command line; `pass_fds` are the ends it inherits (closed here once it started)."""
+    memory, processes and CPU of everything it starts, killed by a watchdog at its deadline. `program(uid)`
+    is its bwrap command line; `pass_fds` are the ends it inherits (closed here once it started)."""
 
     def __init__(
-        self, limits: Limits, deadline: float, program: Callable[[int, int], list[str]], pass_fds: Sequence[int]
+        self, limits: Limits, deadline: float, program: Callable[[int], list[str]], pass_fds: Sequence[int]
     ) -> None:
         uid = _UIDS.acquire(limits.sandbox_uid)
         if uid is None:
@@ -180,27 +178,24 @@ class Confined:
         self._watchdog = threading.Thread(target=self._watch, daemon=True, name=f"watchdog-{uid}")
         self._watchdog.start()
 
-    def _start(self, program: Callable[[int, int], list[str]], uid: int, pass_fds: Sequence[int]) -> None:
-        self._info_fd, child_info = os.pipe()
-        os.set_blocking(self._info_fd, False)
+    def _start(self, program: Callable[[int], list[str]], uid: int, pass_fds: Sequence[int]) -> None:
         try:
-            argv = program(uid, child_info)
+            argv = program(uid)
             self.proc = subprocess.Popen(
                 ["/bin/sh", "-c", JOIN_CGROUP, "sh", *map(str, self.cgroup.procs_files), "--", *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                pass_fds=(*pass_fds, child_info),
+                pass_fds=pass_fds,
             )
         except BaseException as e:
-            os.close(self._info_fd)
             self.cgroup.remove()
             _UIDS.release(uid)
             if isinstance(e, OSError | SandboxUnavailable):
                 raise SandboxUnavailable(f"cannot start bwrap ({e}): {INSTALL_HINT}") from None
             raise
         finally:
-            _close_all([*pass_fds, child_info])
+            _close_all(pass_fds)
         self._drainer = threading.Thread(target=self._drain, daemon=True)
         self._drainer.start()
 
@@ -252,13 +247,6 @@ class Confined:
         """CPU time used by all its processes so far."""
         return self.cgroup.cpu_seconds()
 
-    def child_pid(self) -> int | None:
-        """Host pid of the pid namespace's init, from bwrap's --info-fd JSON (once written)."""
-        try:
-            return int(json.loads(os.read(self._info_fd, 4096) or b"{}")["child-pid"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-
     def terminate(self) -> None:
         """Kill every process of it (bwrap and all below it); safe from any thread. The thread talking to it
         then reads end-of-file; its resources are freed by close()."""
@@ -285,7 +273,7 @@ class Confined:
         self.proc.wait()
         self.cgroup.remove()
         wait_until_reaped(self.uid)
-        _close_all([*self._own_fds, self._info_fd])
+        _close_all(self._own_fds)
         self._drainer.join(timeout=5)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
@@ -340,8 +328,8 @@ class Sandbox(SandboxPipes, Confined):
         child_read, self.write_fd = os.pipe()
         self.read_fd, child_write = os.pipe()
 
-        def program(uid: int, info_fd: int) -> list[str]:
-            argv = bwrap_argv(limits, uid, info_fd, site_dirs, [(str(INSIDE), INSIDE_MOUNT)])
+        def program(uid: int) -> list[str]:
+            argv = bwrap_argv(limits, uid, site_dirs, [(str(INSIDE), INSIDE_MOUNT)])
             return argv + python_argv(START, limits, [child_read, child_write], site_dirs)
 
         try:

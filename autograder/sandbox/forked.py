@@ -74,8 +74,8 @@ class Zygote:
         under_tmp = [path for path in [*python_roots(site_dirs), *(target for _, target in binds)]
                      if path.startswith("/tmp/")]  # fmt: skip
 
-        def program(uid: int, info_fd: int) -> list[str]:
-            argv = bwrap_argv(limits, None, info_fd, site_dirs, binds, caps)
+        def program(uid: int) -> list[str]:
+            argv = bwrap_argv(limits, None, site_dirs, binds, caps)
             return argv + [sys.executable, "-I", "-S", "-c", start, str(fd), json.dumps(list(preload)),
                            json.dumps(list(site_dirs)), json.dumps(under_tmp)]  # fmt: skip
 
@@ -124,7 +124,7 @@ class Forked(Confined):
     """A grading process forked by `zygote`, as a uid of the pool, in a cgroup of its own once `settle`d."""
 
     def __init__(self, zygote: Zygote, limits: Limits, deadline: float, fds: Sequence[int]) -> None:
-        def program(uid: int, info_fd: int) -> list[str]:
+        def program(uid: int) -> list[str]:
             zygote.fork(uid, limits, fds)
             self.zygote = zygote
             return []
@@ -136,7 +136,7 @@ class Forked(Confined):
 
     def _start(self, program, uid: int, pass_fds: Sequence[int]) -> None:
         try:
-            program(uid, -1)
+            program(uid)
         except ControlError as e:
             self.cgroup.remove()
             _UIDS.release(uid)

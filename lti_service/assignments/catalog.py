@@ -65,7 +65,7 @@ def version_values(built: Built, title: str, source: str, created_by: str) -> di
         requirements=built.summary.requirements, environment=built.environment,
         autograder_zip=built.autograder_zip, zip_sha256=hashlib.sha256(built.autograder_zip).hexdigest(),
         handout=built.handout, handout_name=built.handout_name[:300], source=source, created_by=created_by[:400],
-        created_at=utcnow(), written=[question.to_dict() for question in built.written],
+        created_at=utcnow(), written_questions=[question.to_dict() for question in built.written],
     )  # fmt: skip
 
 

@@ -110,11 +110,11 @@ def browser_fit(site: Site, requirements: str) -> BrowserFit:
     return BrowserFit(tuple(loads), tuple(missing))
 
 
-def legacy_store(secret: str, user_id: str, link: tuple[int, str, str]) -> str:
+def legacy_store(secret: str, user_id: str, link: dict) -> str:
     """Where the tool's earlier versions kept this student's work on this link in the browser (IndexedDB, which
     any code of the origin can read and write). The window hands its files to the tool once, which keeps them
     apart and never over the student's work (windows.recover), then deletes it (static/lite.js)."""
-    key = json.dumps([user_id, *link])
+    key = json.dumps([user_id, link["platform_id"], link["context_id"], link["resource_link_id"]])
     return "grader-" + hmac.new(secret.encode(), key.encode(), hashlib.sha256).hexdigest()[:32]
 
 

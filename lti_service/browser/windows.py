@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 from autograder.paths import safe_relative
 
 from ..db import Database, Launch, LiteDraft, LiteDraftUsage, LiteWindow, token_digest, utcnow
+from ..rules.settings import link_key
 
 IDLE = dt.timedelta(minutes=10)
 """signed out after this long unused (an open window says it is alive every HEARTBEAT)"""
@@ -276,9 +277,4 @@ def _write(
 
 
 def _key(launch: Launch) -> dict:
-    return {
-        "platform_id": launch.platform_id,
-        "context_id": launch.context_id,
-        "resource_link_id": launch.resource_link_id,
-        "user_id": launch.user_id,
-    }
+    return dict(link_key(launch), user_id=launch.user_id)

@@ -22,13 +22,13 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import random
-import uuid
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.orm import Session, defer
 
 from ..db import Attempt, Passback, Platform, utcnow
+from ..leases import Leases
 from ..lti.ags import AgsError
 from ..lti.quirks import (
     REASON,
@@ -46,6 +46,7 @@ from ..written.grades import Standing, standing
 
 log = logging.getLogger("lti_service.passback")
 SEND_CALLS = 3  # a send makes at most three calls (token, line item, score), each within HTTP_TIMEOUT
+LEASES = Leases(Passback, "next_try_at")
 
 
 def record_grade(services: Services, session: Session, attempt: Attempt) -> int:
@@ -53,11 +54,11 @@ def record_grade(services: Services, session: Session, attempt: Attempt) -> int:
     caller's transaction (the one that marks the attempt graded); the row id. A worker still sending the
     row's previous grade loses its lease: its outcome is not recorded over this one."""
     pending = dict(status="pending", tries=0, next_try_at=utcnow(), lease_id=None, last_error=None, failing_since=None)
-    key = dict(platform_id=attempt.platform_id, lineitem_url=attempt.lineitem_url, user_id=attempt.user_id)
+    row = dict(settings.link_key(attempt), lineitem_url=attempt.lineitem_url, user_id=attempt.user_id)
     statement = (
         services.db.insert(Passback)
-        .values(**key, context_id=attempt.context_id, resource_link_id=attempt.resource_link_id, **pending)
-        .on_conflict_do_update(index_elements=list(key), set_=pending)
+        .values(**row, **pending)
+        .on_conflict_do_update(index_elements=["platform_id", "lineitem_url", "user_id"], set_=pending)
         .returning(Passback.id)
     )
     return session.scalar(statement)
@@ -82,32 +83,19 @@ def score_to_send(services: Services, row: Passback) -> Attempt | None:
     """The attempt whose score the gradebook should show under the link's score policy."""
     with services.db.session() as session:
         graded = session.scalars(
-            select(Attempt).where(
-                Attempt.platform_id == row.platform_id,
-                Attempt.context_id == row.context_id,
-                Attempt.resource_link_id == row.resource_link_id,
-                Attempt.user_id == row.user_id,
-                Attempt.status == "graded",
-            )
+            select(Attempt).filter_by(**settings.link_key(row), user_id=row.user_id, status="graded")
         ).all()
-    return settings.counting_attempt(list(graded), settings.load(services, _link(row)).score_policy)
-
-
-def _link(row: Passback) -> dict:
-    return dict(platform_id=row.platform_id, context_id=row.context_id, resource_link_id=row.resource_link_id)
+    return settings.counting_attempt(list(graded), settings.load(services, settings.link_key(row)).score_policy)
 
 
 def lease(services: Services, passback_id: int) -> Passback | None:
-    """Take a due pending row for sending; other workers skip it until it is settled or the lease ends."""
-    now, lease_id = utcnow(), uuid.uuid4().hex
-    lease_end = now + dt.timedelta(seconds=SEND_CALLS * services.config.http_timeout + 5)
+    """Take a due pending row for sending; other workers skip it until it is settled or the lease ends. The
+    lease's end is the row's next try: a sender that vanished leaves it due again then."""
+    due = (Passback.status == "pending") & (Passback.next_try_at <= utcnow())
+    seconds = SEND_CALLS * services.config.http_timeout + 5
     with services.db.session() as session:
-        taken = session.execute(
-            update(Passback)
-            .where(Passback.id == passback_id, Passback.status == "pending", Passback.next_try_at <= now)
-            .values(next_try_at=lease_end, lease_id=lease_id)
-        )
-        return session.get(Passback, passback_id) if taken.rowcount == 1 else None
+        taken = LEASES.claim(session, passback_id, due, seconds)
+        return session.get(Passback, passback_id) if taken is not None else None
 
 
 def send(services: Services, passback_id: int) -> str | None:
@@ -124,7 +112,7 @@ def send(services: Services, passback_id: int) -> str | None:
         return _settle(services, row, status="sent", last_error=None, failing_since=None)
     with services.db.session() as session:
         platform = session.get(Platform, row.platform_id)
-        excused = getattr(accommodation(session, _link(row), row.user_id), "excused", False)
+        excused = getattr(accommodation(session, settings.link_key(row), row.user_id), "excused", False)
     score = standing(services, attempt)
     try:
         maximum = services.ags.lineitem_maximum(platform, row.lineitem_url) or score.maximum
@@ -145,7 +133,7 @@ def _score_body(
     services: Services, row: Passback, score: Standing, platform: Platform, maximum: float, timestamp: dt.datetime
 ) -> dict:
     attempt, written = score.attempt, score.written
-    policy = settings.load(services, _link(row)).score_policy
+    policy = settings.load(services, settings.link_key(row)).score_policy
     late = f", {attempt.late_penalty:g}% late penalty" if attempt.late_penalty else ""
     comment = f"{score.final:g}/{score.maximum:g} points ({policy} attempt{late}, graded by the tool)"
     if not written.complete:
@@ -243,11 +231,7 @@ def _settle(services: Services, row: Passback, status: str, **values) -> str | N
     """Record the outcome of a send, unless this worker lost the lease (a newer grade re-queued the row);
     the row's status, or None when not recorded."""
     with services.db.session() as session:
-        settled = session.execute(
-            update(Passback)
-            .where(Passback.id == row.id, Passback.lease_id == row.lease_id)
-            .values(status=status, lease_id=None, **values)
-        )
+        settled = session.execute(LEASES.held(row.id, row.lease_id).values(status=status, lease_id=None, **values))
     return status if settled.rowcount == 1 else None
 
 

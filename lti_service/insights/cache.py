@@ -15,17 +15,17 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import exists, or_, select, update
+from sqlalchemy import exists, or_, select
 from sqlalchemy.orm import Session, defer
 
 from ..assignments.building import BuildError, notebook_in
 from ..assignments.catalog import handout
 from ..db import AssignmentLink, AssignmentVersion, Attempt, Database, LinkInsights, utcnow
-from ..rules.settings import counting_attempt
+from ..leases import Leases
+from ..rules.settings import counting_attempt, link_key
 from ..services import Services
 from .mistakes import Graded, Student, answer_codes, common_mistakes
 
@@ -55,18 +55,21 @@ def cached(services: Services, key: dict) -> LinkInsights | None:
         return session.scalars(select(LinkInsights).filter_by(**key)).first()
 
 
+LEASES = Leases(LinkInsights, "lease_until")
+
+
 @dataclass(frozen=True)
 class Claim:
-    """A link's insights leased to this worker until `lease` (which doubles as the lease's id)."""
+    """A link's insights leased to this worker (LEASES)."""
 
     row_id: int
-    lease: dt.datetime
+    lease_id: str
     key: dict
 
 
 def claim(services: Services) -> Claim | None:
     """A due link, leased to this worker for the deadline and LEASE_MARGIN: stale for SETTLE with no grading
-    under way, or a computation whose worker died. The lease's end is its id (microseconds and a random part)."""
+    under way, or a computation whose worker died (its lease ended)."""
     now = utcnow()
     busy = exists().where(
         Attempt.platform_id == LinkInsights.platform_id, Attempt.context_id == LinkInsights.context_id,
@@ -74,25 +77,16 @@ def claim(services: Services) -> Claim | None:
     )  # fmt: skip
     due = or_(
         (LinkInsights.status == "stale") & (LinkInsights.requested_at < now - SETTLE) & ~busy,
-        (LinkInsights.status == "computing") & (LinkInsights.lease_until < now),
+        (LinkInsights.status == "computing") & LEASES.ended(now),
     )
-    length = dt.timedelta(seconds=services.config.insights_deadline) + LEASE_MARGIN
+    seconds = services.config.insights_deadline + LEASE_MARGIN.total_seconds()
     with services.db.session() as session:
         row = session.scalars(select(LinkInsights).where(due).order_by(LinkInsights.requested_at).limit(1)).first()
         if row is None:
             return None
-        lease = now + length + dt.timedelta(microseconds=uuid.uuid4().int % 1_000_000)
-        taken = session.execute(
-            update(LinkInsights)
-            .where(
-                LinkInsights.id == row.id,
-                LinkInsights.status == row.status,
-                LinkInsights.requested_at == row.requested_at,
-            )  # fmt: skip
-            .values(status="computing", lease_until=lease)
-        )
-        key = dict(platform_id=row.platform_id, context_id=row.context_id, resource_link_id=row.resource_link_id)
-    return Claim(row.id, lease, key) if taken.rowcount == 1 else None
+        lease_id = LEASES.claim(session, row.id, due, seconds, status="computing")  # still due: not claimed meanwhile
+        key = link_key(row)
+    return Claim(row.id, lease_id, key) if lease_id is not None else None
 
 
 def store(services: Services, claim: Claim, data: dict, seconds: float) -> None:
@@ -100,7 +94,8 @@ def store(services: Services, claim: Claim, data: dict, seconds: float) -> None:
     with services.db.session() as session:
         session.execute(
             _held(claim).where(LinkInsights.status == "computing")
-            .values(status="fresh", data=data, computed_at=utcnow(), seconds=seconds, failure=None, failures=0)
+            .values(status="fresh", data=data, computed_at=utcnow(), seconds=seconds, failure=None, failures=0,
+                    lease_id=None, lease_until=None)
         )  # fmt: skip
 
 
@@ -111,7 +106,7 @@ def fail(services: Services, claim: Claim, failure: str) -> None:
         failures = session.scalar(select(LinkInsights.failures).where(LinkInsights.id == claim.row_id)) or 0
         wait = min(RETRY * 2 ** min(failures, 20), MAX_RETRY)
         session.execute(
-            _held(claim).values(status="stale", requested_at=utcnow() + wait, lease_until=None,
+            _held(claim).values(status="stale", requested_at=utcnow() + wait, lease_id=None, lease_until=None,
                                 failure=failure[:500], failures=failures + 1)
         )  # fmt: skip
 
@@ -119,12 +114,12 @@ def fail(services: Services, claim: Claim, failure: str) -> None:
 def release(services: Services, claim: Claim) -> None:
     """Give the link back unfinished (its worker stops): due again at once, for another worker."""
     with services.db.session() as session:
-        session.execute(_held(claim).values(status="stale", lease_until=None))
+        session.execute(_held(claim).values(status="stale", lease_id=None, lease_until=None))
 
 
 def _held(claim: Claim):
     """An UPDATE of the claimed row, which does nothing once this lease no longer holds it."""
-    return update(LinkInsights).where(LinkInsights.id == claim.row_id, LinkInsights.lease_until == claim.lease)
+    return LEASES.held(claim.row_id, claim.lease_id)
 
 
 def compute(db: Database, key: dict, policy: str) -> dict:

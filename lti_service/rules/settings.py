@@ -14,8 +14,10 @@ from .accommodations import Deadline, LateDays, accommodation, days_late, deadli
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 
 
-def link_key(launch) -> dict:
-    return dict(platform_id=launch.platform_id, context_id=launch.context_id, resource_link_id=launch.resource_link_id)
+def link_key(row) -> dict:
+    """The key of a resource link (the columns of db.LinkScoped) of a launch or of any row of one link: the one
+    way the tool names a link, to filter a table by it or to store a row under it."""
+    return dict(platform_id=row.platform_id, context_id=row.context_id, resource_link_id=row.resource_link_id)
 
 
 def load(services: Services, key: dict) -> LinkSettings:

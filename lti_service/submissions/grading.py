@@ -5,7 +5,7 @@ A worker that dies stops renewing: once its lease runs out (GRADING_LEASE) anoth
 attempt over. Only the lease holder records the result, and the graded status and the grade's outbox
 row are written in one transaction, so a crash leaves either both or neither. An attempt is graded
 against the assignment version its link is pinned to at that moment. A link moving to another version
-grades its attempts again as preview grades (assignments/moves.py), leased the same way.
+grades its attempts again as preview grades (moves.py), leased the same way (leases.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import datetime as dt
 import hashlib
 import logging
 import threading
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +30,7 @@ from ..db import Attempt, PreviewGrade, utcnow
 from ..gradebook import passback
 from ..gradebook.columns import link_lineitem
 from ..insights import cache as insights
+from ..leases import Leases
 from ..rules.accommodations import SpendRaced, spend
 from ..rules.settings import due_at, link_key, load, rules_in
 from ..services import Services
@@ -136,14 +136,11 @@ def turn_order(services: Services, count: int) -> list[int]:
 def claim(services: Services, attempt_id: int, job: Job = Attempt) -> str | None:
     """Lease the attempt (or preview grade) for this worker unless another worker holds a live lease; the
     lease id. Not one that workers have taken MAX_CLAIMS times already (`set_aside`)."""
-    now, lease_id = utcnow(), uuid.uuid4().hex
+    free = (job.claims < MAX_CLAIMS) & _takeable(job, utcnow())
     with services.db.session() as session:
-        claimed = session.execute(
-            update(job)
-            .where(job.id == attempt_id, job.claims < MAX_CLAIMS, _takeable(job, now))
-            .values(status="grading", deadline=_lease_end(services), lease_id=lease_id, claims=job.claims + 1)
+        return job_leases(job).claim(
+            session, attempt_id, free, services.config.grading_lease, status="grading", claims=job.claims + 1
         )
-    return lease_id if claimed.rowcount == 1 else None
 
 
 def set_aside(services: Services, attempt_id: int, job: Job = Attempt) -> bool:
@@ -160,13 +157,14 @@ def set_aside(services: Services, attempt_id: int, job: Job = Attempt) -> bool:
     return failed.rowcount == 1
 
 
+def job_leases(job: Job) -> Leases:
+    """A grading's lease ends at the row's deadline."""
+    return Leases(job, "deadline")
+
+
 def _takeable(job: Job, now: dt.datetime) -> ColumnElement[bool]:
     """Queued, or grading by a worker whose lease has run out (it died or froze)."""
-    return or_(job.status == "queued", (job.status == "grading") & (job.deadline < now))
-
-
-def _lease_end(services: Services) -> dt.datetime:
-    return utcnow() + dt.timedelta(seconds=services.config.grading_lease)
+    return or_(job.status == "queued", (job.status == "grading") & job_leases(job).ended(now))
 
 
 @contextmanager
@@ -178,11 +176,7 @@ def lease_renewed(services: Services, attempt_id: int, lease_id: str, job: Job =
         while not stop.wait(services.config.grading_lease / 4):
             try:
                 with services.db.session() as session:
-                    session.execute(
-                        update(job)
-                        .where(job.id == attempt_id, job.lease_id == lease_id)
-                        .values(deadline=_lease_end(services))
-                    )
+                    job_leases(job).renew(session, attempt_id, lease_id, services.config.grading_lease)
             except SQLAlchemyError:  # the database is briefly away: the next beat tries again
                 log.warning("could not renew the lease of attempt %s", attempt_id, exc_info=True)
 
@@ -218,8 +212,9 @@ def grade_attempt(services: Services, attempt_id: int) -> Finished | None:
     zip_path = catalog.zip_path(services, version)
     with lease_renewed(services, attempt_id, lease_id):
         outcome = grade_notebook(services, zip_path, data, attempt.filename)
-    written = digests(data, link_questions(version, load(services, link_key(attempt))))
-    return _finish(services, attempt_id, lease_id, {**outcome, "assignment_version_id": version.id, "written": written})
+    answers = digests(data, link_questions(version, load(services, link_key(attempt))))
+    values = {**outcome, "assignment_version_id": version.id, "answer_digests": answers}
+    return _finish(services, attempt_id, lease_id, values)
 
 
 def grade_notebook(services: Services, zip_path: Path, notebook: bytes, label: str) -> dict:
@@ -250,10 +245,10 @@ def _finish(services: Services, attempt_id: int, lease_id: str, values: dict) ->
     lost its lease (another worker took the attempt over and records its own result)."""
     with services.db.session() as session:
         recorded = session.execute(
-            update(Attempt)
-            .where(Attempt.id == attempt_id, Attempt.lease_id == lease_id, Attempt.status == "grading")
+            job_leases(Attempt).held(attempt_id, lease_id)
+            .where(Attempt.status == "grading")
             .values(**values, graded_at=utcnow(), deadline=None, lease_id=None)
-        )
+        )  # fmt: skip
         if recorded.rowcount != 1:
             return None
         attempt = session.get(Attempt, attempt_id)
@@ -269,7 +264,7 @@ def unclaimed(services: Services, queued_for: dt.timedelta | None, job: Job = At
     now = utcnow()
     with services.db.session() as session:
         expired = session.scalars(
-            select(job.id).where(job.status == "grading", job.deadline < now).order_by(job.id).limit(1)
+            select(job.id).where(job.status == "grading", job_leases(job).ended(now)).order_by(job.id).limit(1)
         ).first()
         if expired is not None or queued_for is None:
             return expired

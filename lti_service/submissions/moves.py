@@ -22,7 +22,7 @@ from ..db import AssignmentLink, AssignmentVersion, Attempt, LinkMove, PreviewGr
 from ..gradebook.passback import record_grade
 from ..rules.settings import counting_attempt, load
 from ..services import Services
-from .grading import claim, grade_notebook, lease_renewed, set_aside
+from .grading import claim, grade_notebook, job_leases, lease_renewed, set_aside
 
 OUTCOME = ("status", "score", "max_score", "result", "feedback", "error")
 FINISHED = ("graded", "failed")
@@ -119,8 +119,9 @@ def grade_preview(services: Services, preview_id: int) -> None:
         outcome = grade_notebook(services, zip_path, notebook, label)
     with services.db.session() as session:
         session.execute(
-            update(PreviewGrade)
-            .where(PreviewGrade.id == preview_id, PreviewGrade.lease_id == lease_id, PreviewGrade.status == "grading")
+            job_leases(PreviewGrade)
+            .held(preview_id, lease_id)
+            .where(PreviewGrade.status == "grading")
             .values(**outcome, deadline=None, lease_id=None)
         )
 

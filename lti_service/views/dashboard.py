@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
 from ..assignments import versions
-from ..db import Attempt, Passback, Platform, utcnow
+from ..db import Attempt, Passback, utcnow
 from ..gradebook.passback import Waiting, refusal, waiting
-from ..lti import nrps
-from ..lti.ags import AgsError
 from ..lti.quirks import TEACHER_FIXES, Refusal
+from ..rules import roster
 from ..rules.settings import counting_attempt, link_key, load
 from ..services import Services
 
-log = logging.getLogger("lti_service.dashboard")
-NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 SLOW_GRADING = dt.timedelta(minutes=3)  # a wait for a grade staff are told about
 NAMED = 5  # students an alert names before it counts the others
 # A student's grade the LMS refuses, in the roster: what happened, in a teacher's words.
@@ -100,7 +96,8 @@ class Refused:
 @dataclass
 class Dashboard:
     rows: list[StudentRow]
-    roster_error: str | None
+    roster: roster.Roster
+    """the course's students as the platform last listed them (rules/roster.py), when, and why not newer"""
     max_score: float
     question_rates: dict[str, float]
     waiting: Waiting | None
@@ -131,12 +128,11 @@ def build(services: Services, launch) -> Dashboard:
     policy = load(services, key).score_policy
     with services.db.session() as session:
         passbacks = {p.user_id: p for p in session.scalars(select(Passback).filter_by(**key))}
-        platform = session.get(Platform, launch.platform_id)
-    roster, roster_error = _roster(services, platform, launch)
+    kept = roster.read(services, launch)
     by_user: dict[str, list[Attempt]] = {}
     for attempt in attempts:
         by_user.setdefault(attempt.user_id, []).append(attempt)
-    names = {m["user_id"]: m.get("name") or m["user_id"] for m in roster if nrps.is_learner(m)}
+    names = dict(kept.students)
     names |= {a.user_id: a.user_name or names.get(a.user_id) or a.user_id for a in attempts if a.user_id not in names}
     rows = [
         _row(user_id, name, by_user.get(user_id, []), policy, passbacks.get(user_id)) for user_id, name in names.items()
@@ -145,7 +141,7 @@ def build(services: Services, launch) -> Dashboard:
     counted = [counting_attempt(user_attempts, policy) for user_attempts in by_user.values()]
     counted = [a for a in counted if a is not None]
     max_score = next((a.max_score for a in counted), None) or versions.version_for(services, launch).points
-    board = Dashboard(rows, roster_error, max_score, _question_rates(counted), waiting(services, key))
+    board = Dashboard(rows, kept, max_score, _question_rates(counted), waiting(services, key))
     board.slow = slow_grading(attempts, utcnow())
     board.refused = refused_grades(passbacks, names)
     return board
@@ -176,24 +172,6 @@ def slow_grading(attempts: list[Attempt], now: dt.datetime) -> SlowGrading | Non
     worker is running): staff are told, in their words, before students ask them."""
     slow = [a.created_at for a in attempts if a.status in ("queued", "grading") and a.created_at < now - SLOW_GRADING]
     return SlowGrading(len(slow), min(slow)) if slow else None
-
-
-def _roster(services: Services, platform: Platform, launch) -> tuple[list[dict], str | None]:
-    url = launch.claims.get(NRPS_CLAIM, {}).get("context_memberships_url")
-    if not url:
-        return [], (
-            "Your course platform does not share its class list with the tool (an LMS administrator can allow it: "
-            "the tool's names and roles service in Moodle, the roster scope of its developer key in Canvas)."
-        )
-    try:
-        return nrps.members(services.ags, platform, url), None
-    except AgsError as error:
-        log.warning(
-            "roster not read", extra={"event": "roster_failed", "status": error.status, "reason": error.reason[:200]}
-        )
-        if error.retryable:  # no answer, or an answer to try again later
-            return [], "The class list could not be read from your course platform just now; reload the page later."
-        return [], f"The class list could not be read from your course platform ({error}): tell your LMS administrator."
 
 
 def _row(user_id: str, name: str, attempts: list[Attempt], policy: str, passback: Passback | None) -> StudentRow:

@@ -29,6 +29,7 @@ from ..assignments import catalog, versions
 from ..browser import windows
 from ..browser.site import BrowserFit, Handout, Site, cdn_lock, legacy_store, listing, notebook_path, open_handout
 from ..db import AssignmentVersion, Launch
+from ..rules.settings import link_key
 from ..submissions.uploads import NotTaken, take_notebook
 from . import grade_later, services, site
 from .launches import check_csrf, current_launch
@@ -368,9 +369,8 @@ def _app_page(opened: InBrowser, name: str) -> Response:
     page = (opened.site.root / name).read_text()
     window = opened.window_id
     launch = opened.launch
-    link = (launch.platform_id, launch.context_id, launch.resource_link_id)
     data = {
-        "legacyStore": legacy_store(current_app.config["SECRET_KEY"], launch.user_id, link),
+        "legacyStore": legacy_store(current_app.config["SECRET_KEY"], launch.user_id, link_key(launch)),
         "recover": url_for("lite.window_root", window_id=window) + "recovered/",
         "maxRecovered": windows.RECOVERED_FILES,
         "revision": windows.revision(services().db, launch),

@@ -1,4 +1,4 @@
-"""Moving a link to another version of its assignment (assignments/moves.py), from the link's dashboard:
+"""Moving a link to another version of its assignment (submissions/moves.py), from the link's dashboard:
 review what the version changes, regrade every submission against it, compare each student's score
 before and after, then send the new scores (or keep the link where it is). The link's staff only."""
 

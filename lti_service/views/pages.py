@@ -150,14 +150,7 @@ def attempt_rows(launch: Launch, rules: SubmissionRules) -> list[dict]:
     counts, unless staff chose to show them once the due date has passed)."""
     with services().db.session() as session:
         attempts = session.scalars(
-            select(Attempt)
-            .filter_by(
-                platform_id=launch.platform_id,
-                context_id=launch.context_id,
-                resource_link_id=launch.resource_link_id,
-                user_id=launch.user_id,
-            )
-            .order_by(Attempt.id.desc())
+            select(Attempt).filter_by(**link_key(launch), user_id=launch.user_id).order_by(Attempt.id.desc())
         ).all()
         passbacks = {
             row.lineitem_url: row
@@ -214,7 +207,7 @@ def written_rows(launch: Launch, attempts: list[Attempt], settings: LinkSettings
         attempt = grades.with_digests(services(), attempt, questions)
         rows[attempt.id] = []
         for question in questions:
-            digest = (attempt.written or {}).get(question.name, "")
+            digest = (attempt.answer_digests or {}).get(question.name, "")
             first = first_with.setdefault((question.name, digest), number)
             grade = user_book.grade(launch.user_id, question, digest)
             shown = bool(settings.written_released and grade is not None)

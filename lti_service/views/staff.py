@@ -11,7 +11,7 @@ from ..assignments import versions
 from ..db import Attempt, Launch, Passback
 from ..gradebook.columns import gradebook_problem
 from ..gradebook.passback import requeue
-from ..rules import accommodations
+from ..rules import accommodations, roster
 from ..rules.settings import link_key, load, save
 from ..submissions import batches, moves
 from . import charts, dashboard, queue, services
@@ -85,6 +85,19 @@ def live(launch_id: str):
                   "attempt-lists": render_template("dashboard_attempts.html", **context)},
         "pending": context["live_pending"],
     }  # fmt: skip
+
+
+@bp.post("/roster/refresh")
+def refresh_roster(launch_id: str):
+    """Read the roster from the course platform now (a student just enrolled), not a minute later; at most once
+    per roster.REFRESH_GAP per link, so the button cannot be used to hammer the platform."""
+    launch = staff_launch(launch_id)
+    check_csrf(launch)
+    if not roster.refresh(services(), launch):
+        gap = round(roster.REFRESH_GAP.total_seconds())
+        told = f"The roster was read from your course less than {gap} seconds ago: try again in a moment."
+        return dashboard_page(launch, told), 429
+    return redirect(url_for("pages.assignment", launch_id=launch.id) + "#students", 303)
 
 
 @bp.post("/settings")

@@ -7,12 +7,14 @@ from dataclasses import dataclass
 
 from flask import Blueprint, abort, redirect, render_template, request, url_for
 
+from autograder.written import MAX_POINTS, MAX_RUBRIC_TEXT
+
 from ..assignments import versions
 from ..db import Attempt, Launch
 from ..gradebook.passback import requeue
 from ..rules.settings import counting_attempt, link_key, load, save
 from ..written import grades, rubric
-from ..written.questions import MAX_POINTS, Question, as_written, find, link_questions
+from ..written.questions import Question, as_written, find, link_questions
 from ..written.render import notebook_answer_html, prompt_html
 from . import queue, services
 from .downloads import csv_download
@@ -114,6 +116,7 @@ def _question_page(link: Link, asked: Question, error: str | None = None) -> str
     return render_template(
         "written_question.html", link=link, question=asked, answers=link.answers(asked),
         prompt=prompt_html(asked.prompt), items=_items(link, asked), csrf_token=csrf_token(link.launch), error=error,
+        max_text=MAX_RUBRIC_TEXT,
     )  # fmt: skip
 
 
@@ -179,6 +182,7 @@ def _answer_page(link: Link, question: Question, ref: str, conflict=None, error:
         previous=found[position - 1].ref if position else None,
         next=found[position + 1].ref if position + 1 < len(found) else None,
         next_ungraded=_next_ungraded(found, position), csrf_token=csrf_token(link.launch), error=error,
+        max_comment=grades.MAX_COMMENT,
     )  # fmt: skip
     return page, 409 if conflict else 400 if error else 200
 
@@ -253,7 +257,7 @@ def written_csv(launch_id: str):
             rows.append([attempt.user_id, name, attempt.number, q["name"], "autograded", q["score"], q["max_score"],
                          "", ""])  # fmt: skip
         for question in link.questions:
-            grade = link.book.grade(attempt.user_id, question, (attempt.written or {}).get(question.name, ""))
+            grade = link.book.grade(attempt.user_id, question, (attempt.answer_digests or {}).get(question.name, ""))
             items = [link.book.items[i].text for i in (grade.items if grade else []) if i in link.book.items]
             rows.append([attempt.user_id, name, attempt.number, question.name, "written",
                          link.book.score(grade, question) if grade else None, question.points, " | ".join(items),

@@ -17,13 +17,13 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import defer
 
-from autograder.written import WrittenError, answers
+from autograder.written import MAX_POINTS, WrittenError, answers
 
 from ..db import AssignmentVersion, Attempt, RubricItem, WrittenGrade, utcnow
 from ..rules.refs import student_ref
-from ..rules.settings import counting_attempt, load
+from ..rules.settings import counting_attempt, link_key, load
 from ..services import Services
-from .questions import MAX_POINTS, Question, as_written, link_questions
+from .questions import Question, as_written, link_questions
 
 MAX_COMMENT = 10_000
 MAX_REVISION = 1_000_000_000
@@ -101,7 +101,7 @@ class Book:
         """The written part of a graded attempt's score."""
         if not self.questions:
             return NONE
-        digests = attempt.written or {}
+        digests = attempt.answer_digests or {}
         scores: dict[str, float | None] = {}
         for question in self.questions:
             grade = self.grade(attempt.user_id, question, digests.get(question.name, ""))
@@ -129,11 +129,9 @@ def book(services: Services, key: dict, questions: list[Question], user_id: str 
 
 def standing(services: Services, attempt: Attempt) -> Standing:
     """A graded attempt's score with its written part, from the questions of the version it was graded against."""
-    key = dict(
-        platform_id=attempt.platform_id, context_id=attempt.context_id, resource_link_id=attempt.resource_link_id
-    )
     with services.db.session() as session:
         version = session.get(AssignmentVersion, attempt.assignment_version_id)
+    key = link_key(attempt)
     questions = link_questions(version, load(services, key))
     if not questions:
         return Standing(attempt, NONE)
@@ -180,7 +178,7 @@ def answers_to_grade(services: Services, key: dict, policy: str, question: Quest
         if counting is None:
             continue
         counting = with_digests(services, counting, link_book.questions)
-        digest = (counting.written or {}).get(question.name, "")
+        digest = (counting.answer_digests or {}).get(question.name, "")
         grade = link_book.grade(user_id, question, digest)
         found.append(
             Answer(
@@ -201,8 +199,8 @@ def _carried_from(grade: WrittenGrade | None, counting: Attempt, attempts: list[
     from before the counting attempt was made (so the grade was given on that earlier attempt)."""
     if grade is None or grade.graded_at >= counting.created_at:
         return None
-    digest = (counting.written or {}).get(question.name)
-    first = next((a for a in attempts if (a.written or {}).get(question.name) == digest), None)
+    digest = (counting.answer_digests or {}).get(question.name)
+    first = next((a for a in attempts if (a.answer_digests or {}).get(question.name) == digest), None)
     return first.number if first is not None and first.id != counting.id else None
 
 
@@ -210,11 +208,11 @@ def with_digests(services: Services, attempt: Attempt, questions: list[Question]
     """The attempt with its answers' digests: read from its notebook (and kept) when it was graded before its
     assignment had these questions, or before the tool graded written answers."""
     wanted = {q.name for q in questions}
-    if wanted <= set(attempt.written or {}):
+    if wanted <= set(attempt.answer_digests or {}):
         return attempt
     with services.db.session() as session:
         row = session.get(Attempt, attempt.id)
-        row.written = {**(row.written or {}), **digests(row.notebook, questions)}
+        row.answer_digests = {**(row.answer_digests or {}), **digests(row.notebook, questions)}
         return row
 
 

@@ -11,7 +11,6 @@ from ..db import AssignmentVersion, LinkSettings
 
 DEFAULT_POINTS = 1.0
 """a written question's points until staff set them, where the assignment names none"""
-MAX_POINTS = 1000.0
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ def link_questions(version: AssignmentVersion, settings: LinkSettings) -> list[Q
     """The written questions graded on a link, in the notebook's order."""
     chosen = settings.written_points or {}
     questions = []
-    for stored in version.written or []:
+    for stored in version.written_questions or []:
         question = WrittenQuestion.from_dict(stored)
         points = chosen.get(question.name, question.points)
         questions.append(
@@ -51,7 +50,8 @@ def as_written(questions: list[Question]) -> list[WrittenQuestion]:
 
 def written_points(version: AssignmentVersion) -> float:
     """The points of a version's written questions, as the assignment gives them (DEFAULT_POINTS where not)."""
-    return sum(DEFAULT_POINTS if q.get("points") is None else float(q["points"]) for q in version.written or [])
+    written = version.written_questions or []
+    return sum(DEFAULT_POINTS if q.get("points") is None else float(q["points"]) for q in written)
 
 
 def total_points(version: AssignmentVersion) -> float:

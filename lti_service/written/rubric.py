@@ -7,15 +7,15 @@ applied it (the caller re-sends those students' scores).
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
+
+from autograder.written import MAX_POINTS, MAX_RUBRIC_ITEMS, MAX_RUBRIC_TEXT
 
 from ..db import RubricItem, WrittenGrade
 from ..services import Services
-from .questions import MAX_POINTS, Question
+from .questions import Question
 
-MAX_ITEMS = 50
-MAX_TEXT = 2000
 RACE_RETRIES = 5  # concurrent additions each take the next position
 
 
@@ -34,7 +34,7 @@ def items(services: Services, key: dict, question: Question) -> list[RubricItem]
         with services.db.session() as session:
             for position, seed in enumerate(question.rubric, start=1):
                 session.add(RubricItem(**key, question=question.name, position=position, points=seed.points,
-                                       text=seed.text[:MAX_TEXT], removed=False))  # fmt: skip
+                                       text=seed.text[:MAX_RUBRIC_TEXT], removed=False))  # fmt: skip
     except IntegrityError:  # another grader opened the question at the same moment and seeded it
         pass
     with services.db.session() as session:
@@ -56,21 +56,26 @@ def checked(points: str, text: str) -> tuple[float, str]:
     text = text.strip()
     if not text:
         raise RubricRefused("Write what the item stands for: students read it with their grade.")
-    if len(text) > MAX_TEXT:
-        raise RubricRefused(f"An item's text can be at most {MAX_TEXT} characters (this one has {len(text)}).")
+    if len(text) > MAX_RUBRIC_TEXT:
+        raise RubricRefused(f"An item's text can be at most {MAX_RUBRIC_TEXT} characters (this one has {len(text)}).")
     return value, text
 
 
 def add(services: Services, key: dict, question: Question, points: str, text: str) -> RubricItem:
+    """Add an item at the next position. The count of live items and that position come from one read, so the
+    position's uniqueness keeps the count true: an item added since took the position, and this one is tried
+    again (two reads let racing additions pass MAX_RUBRIC_ITEMS)."""
     value, text = checked(points, text)
     for _ in range(RACE_RETRIES):
         try:
             with services.db.session() as session:
-                live = [item for item in _items(session, key, question.name) if not item.removed]
-                if len(live) >= MAX_ITEMS:
-                    raise RubricRefused(f"A rubric can have at most {MAX_ITEMS} items: change or remove one first.")
-                position = (session.scalar(select(func.max(RubricItem.position)).filter_by(
-                    **key, question=question.name)) or 0) + 1  # fmt: skip
+                found = list(_items(session, key, question.name))
+                live = [item for item in found if not item.removed]
+                if len(live) >= MAX_RUBRIC_ITEMS:
+                    raise RubricRefused(
+                        f"A rubric can have at most {MAX_RUBRIC_ITEMS} items: change or remove one first."
+                    )
+                position = max((item.position for item in found), default=0) + 1
                 item = RubricItem(**key, question=question.name, position=position, points=value, text=text,
                                   removed=False)  # fmt: skip
                 session.add(item)

@@ -10,7 +10,7 @@ import nbformat
 from nbclient import NotebookClient
 from otter.test_files import ExceptionTestFile
 
-from tests.submissions import QUESTIONS, ROOT, SOLUTION_TAG, submission_notebook, tagged_sources
+from testbed.submissions import QUESTIONS, ROOT, SOLUTION_TAG, submission_notebook, tagged_sources
 
 
 def parsed_tests(test_sources):

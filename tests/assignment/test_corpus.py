@@ -7,7 +7,7 @@ import re
 import pytest
 from otter.test_files import ExceptionTestFile
 
-from tests.submissions import QUESTIONS, corpus, env_for, score_env
+from testbed.submissions import QUESTIONS, corpus, env_for, score_env
 
 # A wrong answer here also changes what these questions compute, through the reference solution that
 # calls it (tokens_per_second = 1 / decode_step_seconds, as the lesson defines it).

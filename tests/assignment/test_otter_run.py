@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.submissions import QUESTIONS, OtterRun, corpus, env_for, score_env, submission_notebook
+from testbed.submissions import QUESTIONS, OtterRun, corpus, env_for, score_env, submission_notebook
 
 
 @pytest.mark.parametrize(

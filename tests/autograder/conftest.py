@@ -1,5 +1,6 @@
 """Shared fixtures: the toy assignment built with `otter assign` once per session, and the parity
-corpus's pandas assignment for the attack corpus."""
+corpus's pandas assignment for the attack corpus; and what several test files craft: a cell that writes the
+sandbox's replies itself, references encoded as the sandbox's side makes them."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.build_cache import otter_assign
-from tests.parity.harness import AttackTarget, build
+from autograder.inside.codec import Encoder
+from testbed.build_cache import otter_assign
+from testbed.parity import AttackTarget, build
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OTTER = str(Path(sys.executable).with_name("otter"))
@@ -25,6 +27,27 @@ SOLUTION = {
         "def double_all(xs):\n    return [apply_twice(lambda v: v * 2, x) // 2 for x in xs]\n"
     ),
 }
+
+# The start of a notebook cell that finds the runner's channel and can then write a crafted reply of its own.
+FIND_CHANNEL = """
+import json, os, struct, sys
+frame = sys._getframe()
+while frame.f_code.co_name != "serve":
+    frame = frame.f_back
+channel, request = frame.f_locals["self"], frame.f_locals["msg"]
+
+def reply(ok, blob=b"", **extra):
+    data = json.dumps({"re": request["id"], "ok": ok, **extra}).encode()
+    os.write(channel.write_fd, struct.pack(">II", len(data), len(blob)) + data + blob)
+"""
+
+
+class Refs(Encoder):
+    """The codec's encoder with a reference for every object it does not send as data (as the sandbox's side
+    makes them), where the base encoder marks it unsendable."""
+
+    def ref(self, x):
+        return {"$ref": id(x), "type": type(x).__name__, "module": "", "kind": "object", "truth": True, "name": None}
 
 
 class Toy:

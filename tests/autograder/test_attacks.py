@@ -19,8 +19,8 @@ import pytest
 
 from autograder import GradeOptions, grade_submission
 from autograder.pool import close_all
-from tests.autograder.host import host_artifacts, sandbox_processes
-from tests.submissions import (
+from testbed.host import host_artifacts, sandbox_processes
+from testbed.submissions import (
     AUTOGRADER_ZIP,
     CorpusEntry,
     corpus,

@@ -10,8 +10,8 @@ import zipfile
 
 import pytest
 
-from tests.autograder.host import sandbox_processes
-from tests.submissions import AUTOGRADER_ZIP, SOLUTION_NOTEBOOK
+from testbed.host import sandbox_processes
+from testbed.submissions import AUTOGRADER_ZIP, SOLUTION_NOTEBOOK
 
 CLI = [sys.executable, "-m", "autograder", "grade"]
 

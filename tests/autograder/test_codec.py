@@ -15,11 +15,7 @@ import pandas as pd
 import pytest
 
 from autograder.inside.codec import MAX_DEPTH, Blobs, Decoder, Encoder, Malformed
-
-
-class Refs(Encoder):
-    def ref(self, x):
-        return {"$ref": id(x), "type": type(x).__name__, "module": "", "kind": "object", "truth": True, "name": None}
+from tests.autograder.conftest import Refs
 
 
 def decoder(max_nodes: int = 1_000) -> Decoder:

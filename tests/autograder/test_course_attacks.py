@@ -24,7 +24,7 @@ from autograder import GradeOptions, grade_submission
 from autograder.assignment import AssignmentError
 from autograder.options import Limits
 from autograder.pool import close_all
-from tests.autograder.host import WORKER_CPU_SECONDS, WORKER_MEMORY_MB, sandbox_processes, worker_cost
+from testbed.host import WORKER_CPU_SECONDS, WORKER_MEMORY_MB, sandbox_processes, worker_cost
 
 CANARY = "course-attack-canary-51c2"
 OPTIONS = GradeOptions(cell_timeout=5, test_timeout=5, total_timeout=20, grace=0.5)

@@ -6,7 +6,7 @@ import nbformat
 import pytest
 
 from autograder import grade_submission
-from tests.submissions import AUTOGRADER_ZIP, QUESTIONS, OtterRun, corpus, env_for, score_env, submission_notebook
+from testbed.submissions import AUTOGRADER_ZIP, QUESTIONS, OtterRun, corpus, env_for, score_env, submission_notebook
 
 ENTRIES = [None, *corpus("correct"), *corpus("wrong")]
 # A few whole notebooks go through stock `otter run` too (3 s each); `make bench` runs all of them.

@@ -37,7 +37,7 @@ from autograder.environment import (
     requirements_of,
 )
 from autograder.sandbox.cgroups import CPU_PERIOD_US, SandboxCgroup
-from tests.lti_service.tool import wait_for
+from testbed.tool import wait_for
 
 OTTER_DEPENDENCIES = ["python=3.13", "pip", "jupyter_server"]  # what `otter assign` always writes
 SHADOWED = "iniconfig==2.0.0"

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from autograder import GradeOptions, SandboxUnavailable, grade_submission
-from tests.autograder.host import sandbox_processes
+from testbed.host import sandbox_processes
 from tests.student_view import FINER_THAN_MINUTES, timing_fields
 
 # Where nothing should be cut off, room for a loaded machine: with one second a cell, two of four concurrent

@@ -24,8 +24,7 @@ from autograder.protocol import MAX_BLOBS, ProtocolError
 from autograder.remote import StudentObject
 from autograder.testfiles import printoptions
 from autograder.values import Values
-from tests.autograder.conftest import OTTER, Toy
-from tests.autograder.test_hostile_replies import FIND_CHANNEL
+from tests.autograder.conftest import FIND_CHANNEL, OTTER, Toy
 
 
 def decode(node: dict) -> object:

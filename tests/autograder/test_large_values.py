@@ -22,9 +22,9 @@ from autograder.inside.codec import Blobs, Decoder, Encoder, Malformed
 from autograder.options import Limits
 from autograder.protocol import Channel, ProtocolError, SandboxFailure, StudentTimeout
 from autograder.remote import Unsendable
-from tests.autograder.host import peak_memory_kib, reset_peak_memory, started_sandbox
-from tests.autograder.test_hostile_replies import FIND_CHANNEL
-from tests.build_cache import otter_assign
+from testbed.build_cache import otter_assign
+from testbed.host import peak_memory_kib, reset_peak_memory, started_sandbox
+from tests.autograder.conftest import FIND_CHANNEL
 
 ASSIGNMENTS = Path(__file__).parent / "large_values"
 CASES = [("large_values", "array"), ("large_values", "frame"), ("large_values", "names"),

@@ -19,7 +19,7 @@ import pytest
 from autograder.environment import prepare, requirements_of
 from autograder.inside.codec import Blobs, Decoder
 from autograder.values import _trusted_global
-from tests.autograder.test_codec import Refs
+from tests.autograder.conftest import Refs
 
 DATASCIENCE = "datascience==0.18.1"
 

@@ -18,7 +18,7 @@ from autograder.options import Limits
 from autograder.protocol import Channel
 from autograder.sandbox import Sandbox
 from autograder.values import Values
-from tests.autograder.host import sandbox_processes
+from testbed.host import sandbox_processes
 
 
 class Running:

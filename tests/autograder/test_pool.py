@@ -12,7 +12,7 @@ from autograder.assignment import load_assignment
 from autograder.notebook import Cell
 from autograder.options import Limits
 from autograder.pool import WarmPool
-from tests.autograder.host import sandbox_processes
+from testbed.host import sandbox_processes
 
 
 def wait_for_ready(pool: WarmPool):

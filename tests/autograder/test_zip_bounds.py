@@ -24,7 +24,7 @@ from autograder.assignment import (
 )
 from autograder.inside.control import MB
 from lti_service.assignments.building import BuildError, from_zip
-from tests.autograder.host import worker_cost
+from testbed.host import worker_cost
 
 
 def entry(name: str, size: int, packed: int | None = None) -> zipfile.ZipInfo:
@@ -119,7 +119,7 @@ def test_a_notebook_of_nested_lists_is_refused_before_it_is_parsed():
     web process and the worker; refused by its shape at C speed, while real notebooks pass."""
     from autograder.notebook import InvalidSubmission, load_cells
     from lti_service.assignments.building import BuildError, master_config
-    from tests.submissions import STUDENT_NOTEBOOK
+    from testbed.submissions import STUDENT_NOTEBOOK
 
     hostile = b'{"cells": [' + b"[]," * (5 * MB // 3 - 20) + b'[]], "nbformat": 4, "metadata": {}}'
     with worker_cost() as cost:

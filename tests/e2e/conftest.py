@@ -17,21 +17,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.submissions import ROOT
+from testbed.browser import CHROMIUM, CHROMIUM_ARGS
+from testbed.submissions import ROOT
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page, Playwright
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 # The tool's frame stays in the course page's process. Launches through platform storage move the frame across
 # sites four times; a Playwright call racing one of Chromium's swaps to an out-of-process frame could wait
 # forever whatever its timeout (puppeteer#10715; about one run in five lost a test here, always in this
@@ -44,6 +35,8 @@ BLOCK_THIRD_PARTY_COOKIES = {"cookie_controls_mode": 1, "block_third_party_cooki
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
 STRETCH = "(frame, height) => [frame.style.height, (frame.style.height = `${height + 4}px`)][0]"  # -> old height
 TIMEOUT_MS = 15_000  # any single step (navigation, element); grading has its own, longer wait
+GRADING_TIMEOUT_MS = 90_000  # a notebook graded in the sandbox, from upload to score
+TITLE = "Decode: one token at a time"  # the assignment's title, as the pages show it
 
 
 @pytest.fixture(scope="session")

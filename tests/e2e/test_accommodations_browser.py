@@ -6,9 +6,9 @@ import datetime as dt
 
 from playwright.sync_api import expect
 
+from testbed.browser import course_launch, tool_frame
+from testbed.submissions import notebook_bytes
 from tests.e2e.a11y import check_instructor_dashboard_accessibility
-from tests.e2e.helpers import course_launch, tool_frame
-from tests.lti_service.conftest import notebook_bytes
 
 TOOL_ENV = {"PASSBACK_BACKOFF": "0.05", "PASSBACK_MAX_BACKOFF": "0.2", "WORKER_POLL": "0.25"}
 LINK = "accommodations-e2e"

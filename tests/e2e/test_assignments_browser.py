@@ -9,12 +9,11 @@ from __future__ import annotations
 from playwright.sync_api import Page, expect
 
 from autograder import grade_submission
+from testbed.browser import ToolFrame, course_launch, tool_frame, upload
+from testbed.submissions import AUTOGRADER_ZIP, notebook_bytes
+from testbed.tool import wait_for
 from tests.e2e.a11y import assert_accessible
-from tests.e2e.helpers import ToolFrame, course_launch, tool_frame, upload
 from tests.lti_service import gradebook
-from tests.lti_service.conftest import notebook_bytes
-from tests.lti_service.tool import wait_for
-from tests.submissions import AUTOGRADER_ZIP
 
 DECODE = "Decode: one token at a time"
 COURSE = "course-many"

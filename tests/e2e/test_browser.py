@@ -16,15 +16,13 @@ import requests
 from playwright.sync_api import Page, expect
 
 from lti_dev_platform.client import parse_page
+from testbed.browser import ToolFrame, course_launch, fraction, tool_frame, upload
+from testbed.submissions import QUESTIONS, STUDENT_NOTEBOOK, notebook_bytes
+from testbed.tool import wait_for
 from tests.e2e.a11y import assert_accessible, check_instructor_dashboard_accessibility
-from tests.e2e.helpers import ToolFrame, course_launch, fraction, tool_frame, upload
-from tests.lti_service.conftest import notebook_bytes
-from tests.lti_service.tool import wait_for
-from tests.submissions import QUESTIONS, STUDENT_NOTEBOOK
+from tests.e2e.conftest import GRADING_TIMEOUT_MS, TITLE
 
-TITLE = "Decode: one token at a time"
 OFFERED = "16 points graded automatically, and written answers graded by course staff"  # how deep linking lists it
-GRADING_TIMEOUT_MS = 90_000  # a notebook graded in the sandbox, from upload to score
 SIXTEEN_OF_SIXTEEN = re.compile(r"^16(\.0+)? / 16(\.0+)?$")
 PLATFORM_SITE = "http://127.0.0.2"  # the partition of cookies set inside the platform's pages
 

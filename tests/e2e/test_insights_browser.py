@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
+from testbed.browser import course_launch, tool_frame
+from testbed.students_code import COPIED, notebook, renamed_and_reordered
+from testbed.tool import wait_for
 from tests.e2e.a11y import assert_accessible
-from tests.e2e.helpers import course_launch, tool_frame
-from tests.lti_service.test_insights import COPIED, notebook, renamed_and_reordered
-from tests.lti_service.tool import wait_for
 
 TOOL_ENV = {"WORKER_POLL": "0.25"}
 LINK = "insights-e2e"

@@ -20,9 +20,9 @@ import sqlalchemy
 from playwright.sync_api import Page, expect
 
 from lti_service.browser.site import legacy_store
-from tests.e2e.helpers import course_launch, tool_frame
-from tests.lti_service.tool import wait_for
-from tests.submissions import ROOT, reference_answers
+from testbed.browser import KERNEL_STATUS, course_launch, tool_frame
+from testbed.submissions import ROOT, reference_answers
+from testbed.tool import wait_for
 
 COURSE, LINK = "course-lite", "lite-e2e"
 KERNEL_TIMEOUT_MS = 120_000  # Pyodide and numpy, pandas, matplotlib, otter from the tool, on a cold cache
@@ -40,11 +40,6 @@ ANSWERS = dict(  # each code answer cell of the student notebook, with its solut
     )
 )
 FIRST = min(ANSWERS)  # gb_read_per_step = ...; the next cell checks it
-KERNEL_STATUS = """() => {
-  const widget = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-  const session = widget && widget.sessionContext && widget.sessionContext.session;
-  return session && session.kernel ? session.kernel.status === "idle" && widget.context.isReady : false;
-}"""
 NOTEBOOK_OPEN = """() => {
   const widget = window.jupyterapp && window.jupyterapp.shell.currentWidget;
   return Boolean(widget && widget.context && widget.context.isReady);
@@ -337,7 +332,9 @@ def test_work_saved_with_the_tool_survives_an_older_store_an_earlier_version_lef
     first.close()
 
     secret = (lms.tool.data_dir / "secret_key").read_text().strip()
-    name = legacy_store(secret, "student-ada", (tool_query(lms, "SELECT id FROM platforms"), COURSE, link))
+    platform_id = tool_query(lms, "SELECT id FROM platforms")
+    key = dict(platform_id=platform_id, context_id=COURSE, resource_link_id=link)
+    name = legacy_store(secret, "student-ada", key)
     notebook = {**STUDENT, "cells": [dict(cell) for cell in STUDENT["cells"]]}
     notebook["cells"][FIRST] = {**notebook["cells"][FIRST], "source": f"{ANSWERS[FIRST]}\n{MARKER}"}
     seeder = browser.new_page()

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
+from testbed.browser import course_launch, tool_frame
+from testbed.lms import in_gradebook
+from testbed.submissions import notebook_bytes
+from testbed.tool import wait_for
 from tests.e2e.a11y import check_instructor_dashboard_accessibility
-from tests.e2e.helpers import course_launch, tool_frame
-from tests.lti_service.conftest import in_gradebook, notebook_bytes
-from tests.lti_service.tool import wait_for
 
 TOOL_ENV = {"PASSBACK_MAX_BACKOFF": "1"}  # a held score is tried again every second (every 5 minutes by default)
 LINK = "decode-e2e-unpublished"

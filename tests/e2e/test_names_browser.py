@@ -12,9 +12,9 @@ from playwright.sync_api import Page, expect
 
 from lti_dev_platform.client import parse_page
 from lti_dev_platform.serving import start_platform
+from testbed.browser import tool_frame
+from testbed.tool import free_port
 from tests.e2e.a11y import assert_accessible
-from tests.e2e.helpers import tool_frame
-from tests.lti_service.tool import free_port
 
 TOOL_ENV = {"TOOL_NAME": "Physics notebooks"}
 TITLE = "Decode: one token at a time"

@@ -11,10 +11,10 @@ import re
 
 from playwright.sync_api import expect
 
+from testbed.browser import course_launch, tool_frame, upload
+from testbed.submissions import notebook_bytes, slow_notebook
 from tests.e2e.a11y import assert_accessible, check_instructor_dashboard_accessibility
-from tests.e2e.helpers import course_launch, tool_frame, upload
-from tests.e2e.test_browser import GRADING_TIMEOUT_MS, TITLE
-from tests.lti_service.conftest import notebook_bytes, slow_notebook
+from tests.e2e.conftest import GRADING_TIMEOUT_MS, TITLE
 
 TOOL_ENV = {
     "PASSBACK_BACKOFF": "0.05",

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from testbed.browser import course_launch, tool_frame
+from testbed.submissions import notebook_bytes
+from testbed.tool import wait_for
 from tests.e2e.a11y import assert_accessible
-from tests.e2e.helpers import course_launch, tool_frame
-from tests.lti_service.conftest import notebook_bytes
-from tests.lti_service.tool import wait_for
 
 TOOL_ENV = {"PASSBACK_BACKOFF": "0.05", "PASSBACK_MAX_BACKOFF": "0.2", "WORKER_POLL": "0.25"}
 AUTOGRADED = round(100 * 16 / 18, 4)  # full marks of the automatic checks, of the line item's 100

@@ -2,7 +2,7 @@
 notebook and the tests read), a version 2 of it as a course might make, and students' notebooks for it;
 and a zip that is no assignment at all.
 
-The versions are also built outside the tool (tests.parity.harness, stock `otter assign`), so that a test can
+The versions are also built outside the tool (testbed/parity.py, stock `otter assign`), so that a test can
 grade the same notebooks itself and know the score the gradebook must receive.
 """
 
@@ -18,10 +18,10 @@ from pathlib import Path
 import nbformat
 
 from autograder import grade_submission
-from tests.parity import harness
+from testbed import parity
 
 NAME = "gradebook"
-FOLDER = harness.ASSIGNMENTS / NAME
+FOLDER = parity.ASSIGNMENTS / NAME
 MASTER = FOLDER / f"{NAME}.ipynb"
 SUPPORT_FILES = (FOLDER / "data" / "gradebook.csv", FOLDER / "data" / "section_means.csv")
 TITLE = "Homework 3: Cleaning a gradebook"
@@ -56,12 +56,12 @@ def version_2(folder: Path) -> Path:
 class Versions:
     """Both versions built with stock `otter assign`, and the students' notebooks (made from version 1)."""
 
-    v1: harness.Built
-    v2: harness.Built
+    v1: parity.Built
+    v2: parity.Built
     notebooks: dict[str, bytes]
     """by user: the notebook they submit"""
 
-    def fraction(self, version: harness.Built, user: str) -> float:
+    def fraction(self, version: parity.Built, user: str) -> float:
         """The share of the points the user's notebook gets under a version, graded here."""
         result = grade_submission(version.zip, self.notebooks[user])
         assert result.error is None, result.error
@@ -69,13 +69,13 @@ class Versions:
 
 
 def versions(workdir: Path) -> Versions:
-    v1 = harness.build(NAME, workdir / "v1")
-    v2 = harness.build(NAME, workdir / "v2", version_2(workdir / "v2-source").parent)
-    notebooks = {user: nbformat.writes(harness.submission(v1, case)).encode() for user, case in STUDENTS.items()}
+    v1 = parity.build(NAME, workdir / "v1")
+    v2 = parity.build(NAME, workdir / "v2", version_2(workdir / "v2-source").parent)
+    notebooks = {user: nbformat.writes(parity.submission(v1, case)).encode() for user, case in STUDENTS.items()}
     return Versions(v1, v2, notebooks)
 
 
-def student_folder(version: harness.Built, folder: Path) -> Path:
+def student_folder(version: parity.Built, folder: Path) -> Path:
     """What students of a version get (dist/student): the notebook and the data file it reads."""
     (folder / "data").mkdir(parents=True)
     nbformat.write(version.student, folder / MASTER.name)

@@ -22,8 +22,9 @@ from lti_service.migrate import alembic_config, upgrade
 from lti_service.platforms import add_platform
 from lti_service.rules import accommodations
 from lti_service.services import Services
-from tests.lti_service.conftest import Lms, StudentPage, in_gradebook, notebook_bytes, race_uploads, settings
-from tests.lti_service.tool import browser_session, wait_for
+from testbed.lms import Lms, StudentPage, in_gradebook, race_uploads, settings
+from testbed.submissions import notebook_bytes
+from testbed.tool import browser_session, wait_for
 
 PAST = "2020-01-01T00:00:00Z"
 

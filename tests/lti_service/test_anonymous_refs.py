@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 from lti_service.config import Config
 from lti_service.rules.refs import student_ref
-from tests.lti_service.conftest import Lms, StudentPage, notebook_bytes
+from testbed.lms import Lms, StudentPage
+from testbed.submissions import notebook_bytes
 
 LINK = "written-anonymous"
 QUESTION = "two_rates"

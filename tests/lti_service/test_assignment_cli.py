@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import shutil
 
+from testbed.submissions import AUTOGRADER_ZIP, STUDENT_NOTEBOOK
+from testbed.tool import ToolProcess
 from tests.lti_service import gradebook
 from tests.lti_service.gradebook import NAME
-from tests.lti_service.tool import ToolProcess
-from tests.submissions import AUTOGRADER_ZIP, STUDENT_NOTEBOOK
 
 
 def listed(tool: ToolProcess) -> list[list[str]]:

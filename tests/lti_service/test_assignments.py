@@ -14,14 +14,15 @@ import nbformat
 import pytest
 import requests
 
-from lti_dev_platform.client import deep_link, launch
+from lti_dev_platform.client import launch
 from lti_service.views.launches import ADDING_TURNED_OFF
+from testbed import parity
+from testbed.lms import Lms, StudentPage, add_link, finished_build, staff_page, start_lms, upload_zip
+from testbed.parity import ASSIGNMENTS
+from testbed.submissions import notebook_bytes
+from testbed.tool import browser_session, wait_for
 from tests.lti_service import gradebook
-from tests.lti_service.conftest import Lms, StudentPage, choose, notebook_bytes, start_lms
 from tests.lti_service.gradebook import STUDENTS, TITLE
-from tests.lti_service.tool import browser_session, wait_for
-from tests.parity import harness
-from tests.parity.harness import ASSIGNMENTS
 
 DECODE = "Decode: one token at a time"
 RAINFALL = ASSIGNMENTS / "rainfall"
@@ -34,13 +35,6 @@ def with_gradebook(lms: Lms) -> Lms:
     """The LMS, with gradebook added for every course by the operator."""
     lms.tool.cli("assignment", "add", "--master", str(gradebook.MASTER))
     return lms
-
-
-def add_link(lms: Lms, context_id: str, title: str) -> dict:
-    """Deep-link the assignment into the course; the platform's record of the new link (id, item, column)."""
-    result = deep_link(lms.platform.url, browser_session(), context_id=context_id, choose=choose(title))
-    assert result.platform_response.status_code == 200, result.platform_response.text[:1000]
-    return [i for i in lms.state()["deep_link_items"] if i["context_id"] == context_id][-1]
 
 
 def column(lms: Lms, link: dict) -> dict:
@@ -85,22 +79,10 @@ def test_a_link_made_without_deep_linking_gets_the_built_in_assignment(with_grad
     assert f"<h1>{DECODE}</h1>" in page.html and "18 points" in page.html
 
 
-def staff_page(lms: Lms, context_id: str) -> StudentPage:
-    lms.hook("resource-link", context_id=context_id, resource_link_id=f"{context_id}-home", line_item=True)
-    return lms.open("instructor-turing", f"{context_id}-home", context_id=context_id)
-
-
 def upload_assignment(page: StudentPage, master, files=(), **form) -> requests.Response:
     uploads = [("master", (master.name, master.read_bytes()))] + [("files", (f.name, f.read_bytes())) for f in files]
     data = {"csrf_token": page.csrf, "source": "master", "assignment_id": "", "title": "", **form}
     return page.session.post(f"{page.url}/assignments", data=data, files=uploads, timeout=30)
-
-
-def finished_build(page: StudentPage, response: requests.Response) -> str:
-    """The build's page once its job ended."""
-    assert response.status_code == 200 and "/assignments/builds/" in response.url, response.text[:2000]
-    wait_for(lambda: page.session.get(response.url + ".json", timeout=10).json()["finished"], timeout=90)
-    return page.session.get(response.url, timeout=10).text
 
 
 def test_course_staff_add_an_assignment_that_only_their_course_sees(with_gradebook, tmp_path):
@@ -146,17 +128,11 @@ def test_uploads_that_cannot_become_an_assignment_store_nothing(with_gradebook, 
     library = staff.session.get(f"{staff.url}/assignments", timeout=10).text
     assert "None yet: add one below." in library and LAB_4 not in deep_linking(lms, "many-4")
 
-    savings = harness.build("savings", tmp_path / "savings")
+    savings = parity.build("savings", tmp_path / "savings")
     student = nbformat.writes(savings.student).encode()
     report = finished_build(staff, upload_zip(staff, savings.zip.read_bytes(), student, "savings.ipynb"))
     assert "Version 1 of <code>savings</code>, from autograder zip" in report
     assert "students download savings.ipynb" in report
-
-
-def upload_zip(page: StudentPage, autograder: bytes, student: bytes, name: str = "student.ipynb") -> requests.Response:
-    uploads = [("autograder", ("autograder.zip", autograder)), ("student", (name, student))]
-    data = {"csrf_token": page.csrf, "source": "zip", "assignment_id": "", "title": ""}
-    return page.session.post(f"{page.url}/assignments", data=data, files=uploads, timeout=30)
 
 
 def deep_linking(lms: Lms, context_id: str) -> str:

@@ -14,7 +14,7 @@ import pytest
 from autograder.options import Limits
 from lti_service.assignments import confined
 from lti_service.assignments.confined import ConfinedLimits, ConfinementError, run_confined
-from tests.autograder.host import WORKER_MEMORY_MB, sandbox_processes, worker_cost
+from testbed.host import WORKER_MEMORY_MB, sandbox_processes, worker_cost
 
 PROBE = """
 import os, pathlib, socket

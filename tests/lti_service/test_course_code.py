@@ -10,9 +10,8 @@ import json
 import zipfile
 from html import unescape
 
-from tests.lti_service.conftest import notebook_bytes, start_lms
-from tests.lti_service.test_assignments import add_link, finished_build, staff_page, upload_zip
-from tests.submissions import AUTOGRADER_ZIP
+from testbed.lms import add_link, finished_build, staff_page, start_lms, upload_zip
+from testbed.submissions import AUTOGRADER_ZIP, notebook_bytes
 
 TITLE = "Decode for course B"
 SECRET_ENV = "tool-environment-canary-93d1"

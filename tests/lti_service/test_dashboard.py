@@ -6,8 +6,9 @@ import csv
 import io
 import re
 
-from tests.lti_service.conftest import in_gradebook, notebook_bytes, race_uploads, settings, staff_post
-from tests.lti_service.tool import wait_for
+from testbed.lms import in_gradebook, race_uploads, settings, staff_post
+from testbed.submissions import notebook_bytes
+from testbed.tool import wait_for
 
 PAST = "2020-01-01T00:00:00Z"
 

@@ -14,8 +14,8 @@ import re
 import pytest
 import requests
 
-from tests.lti_service.conftest import notebook_bytes
-from tests.lti_service.test_launch_security import LTI, SigningPlatform, login, post_launch, registered_tool
+from testbed.submissions import notebook_bytes
+from tests.lti_service.signing_platform import LTI, SigningPlatform, login, post_launch, registered_tool
 
 HOSTILE_NAME = '=HYPERLINK("https://attacker.example","Grades")'
 HOSTILE_ID = 'ada"; filename="payload.exe'

@@ -8,11 +8,11 @@ import re
 import pytest
 
 from lti_dev_platform.client import BrowserError, deep_link
-from tests.autograder.host import sandbox_processes_under
-from tests.lti_service.conftest import choose, in_gradebook, notebook_bytes
-from tests.lti_service.tool import browser_session, wait_for
+from testbed.host import sandbox_processes_under
+from testbed.lms import choose, in_gradebook
+from testbed.submissions import STUDENT_NOTEBOOK, notebook_bytes
+from testbed.tool import browser_session, wait_for
 from tests.student_view import FINER_THAN_MINUTES, timing_fields
-from tests.submissions import STUDENT_NOTEBOOK
 
 TITLE = "Decode: one token at a time"
 

@@ -9,75 +9,13 @@ import hashlib
 import io
 import re
 
-import nbformat
-
-from tests.lti_service.conftest import Lms, StudentPage
-from tests.lti_service.tool import wait_for
-from tests.submissions import ANSWER_TAG, QUESTIONS, corpus, submission_notebook
+from testbed.lms import Lms, StudentPage
+from testbed.students_code import COPIED, notebook, renamed_and_reordered
+from testbed.tool import wait_for
 
 TOOL_ENV = {"WORKER_POLL": "0.25"}
 LINK = "insights"
 PER_MS = None  # `max_tokens_per_second = 1 / 14`: an expression, so no value of its own
-ENTRIES = {e.name: e for kind in ("correct", "wrong") for e in corpus(kind)}
-COPIED = """
-def decode_step_seconds(param_bytes, bandwidth):
-    seconds_for_one_pass = param_bytes / bandwidth
-    return seconds_for_one_pass
-
-
-def tokens_per_second(param_bytes, bandwidth):
-    one_pass = decode_step_seconds(param_bytes, bandwidth)
-    return 1.0 / one_pass
-
-
-def decode_time(n_tokens, param_bytes, bandwidth):
-    elapsed_total = 0.0
-    for _step_index in range(n_tokens):
-        elapsed_total = elapsed_total + decode_step_seconds(param_bytes, bandwidth)
-    return elapsed_total
-
-
-def generate(next_token, prompt, n):
-    running_sequence = [token for token in prompt]
-    while len(running_sequence) < len(prompt) + n:
-        running_sequence.append(next_token(list(running_sequence)))
-    return running_sequence
-
-
-def call_order_is_sequential(next_token, prompt, n):
-    observed_lengths = []
-
-    def spy(sequence_seen):
-        observed_lengths.append(len(sequence_seen))
-        return next_token(sequence_seen)
-
-    generate(spy, prompt, n)
-    return observed_lengths == list(range(len(prompt), len(prompt) + n))
-"""
-RENAMES = {"seconds_for_one_pass": "t", "one_pass": "step", "elapsed_total": "acc", "_step_index": "i",
-           "running_sequence": "seq", "observed_lengths": "seen", "spy": "wrapper", "sequence_seen": "s"}  # fmt: skip
-
-
-def renamed_and_reordered(code: str) -> str:
-    for old, new in RENAMES.items():
-        code = re.sub(rf"\b{old}\b", new, code)
-    functions = [f"def {part}" for part in code.split("\ndef ")[1:]]
-    return "\n\n".join(functions[2:] + functions[:2])  # generate first: a different order
-
-
-def notebook(base: str | None, wrong: str | None = None, code: str | None = None) -> bytes:
-    """A Decode submission: a correct variant of the corpus (or `code` of our own) with, optionally, one wrong
-    function of the corpus in that function's own answer cell (so the rest stays that student's own)."""
-    nb = submission_notebook(ENTRIES[base] if base else None)
-    cells = [c for c in nb.cells if c.cell_type == "code" and ANSWER_TAG in c.metadata.get("tags", [])]
-    if code is not None:
-        cells[QUESTIONS.index("decode_step_seconds")].source = code
-        for question in ("tokens_per_second", "decode_time", "generate", "call_order_is_sequential"):
-            cells[QUESTIONS.index(question)].source = "# answered above"
-    if wrong is not None:  # after what the cell holds (it may define more than that question)
-        cell = cells[QUESTIONS.index(ENTRIES[wrong].question)]
-        cell.source = f"{cell.source}\n\n{ENTRIES[wrong].source}"
-    return nbformat.writes(nb).encode()
 
 
 CLASS = {  # student -> (their notebook, the mistake planted)

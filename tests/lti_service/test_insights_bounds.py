@@ -17,8 +17,9 @@ from lti_service.db import LinkInsights
 from lti_service.insights import cache
 from lti_service.insights.mistakes import answer_codes
 from lti_service.insights.runner import TOO_LONG
-from tests.lti_service.conftest import notebook_bytes, start_lms
-from tests.lti_service.tool import wait_for
+from testbed.lms import start_lms
+from testbed.submissions import notebook_bytes
+from testbed.tool import wait_for
 
 WORK_BOUND_S = 1.0  # linear work over 5 MB takes ~0.1 s here; the quadratic search took 31 s over 224 KB
 LINK = "insights-hostile"

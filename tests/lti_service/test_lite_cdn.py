@@ -11,7 +11,7 @@ from urllib.parse import urljoin
 import requests
 
 from lti_service.browser.site import load_site
-from tests.lti_service.test_lite import SITE, open_window
+from tests.lti_service.lite_windows import SITE, open_window
 
 CDN = "https://cdn.example.edu/pyodide/v0.27.7/full/"
 TOOL_ENV = {"LITE_PYODIDE_URL": CDN}

@@ -3,9 +3,8 @@ default), as on SQLite (tests/lti_service/test_lite.py), and a stale window is r
 
 from __future__ import annotations
 
-from tests.lti_service.conftest import start_lms
-from tests.lti_service.test_lite import check_races, open_window
-from tests.lti_service.test_scale_out import database  # noqa: F401 (a fixture: a fresh PostgreSQL database)
+from testbed.lms import start_lms
+from tests.lti_service.lite_windows import check_races, open_window
 
 
 def test_parallel_saves_never_pass_the_drafts_quotas_on_postgresql(tmp_path, database, built_assignment):  # noqa: F811

@@ -5,22 +5,17 @@ a platform added with the CLI, accepted at once."""
 from __future__ import annotations
 
 import datetime as dt
-import re
 import threading
 
 import requests
 
 from lti_dev_platform.client import launch as platform_launch
 from lti_dev_platform.serving import ServerThread, start_platform
-from tests.lti_service.conftest import in_gradebook, notebook_bytes
-from tests.lti_service.tool import browser_session, wait_for
+from testbed.lms import in_gradebook, roster_rows
+from testbed.submissions import notebook_bytes
+from testbed.tool import browser_session, wait_for
 
 TITLE = "Decode: one token at a time"
-
-
-def roster_rows(html: str) -> dict[str, str]:
-    roster = html.split('id="roster"', 1)[1].split("</table>", 1)[0]
-    return dict(re.findall(r'data-user="([^"]+)">(.*?)</tr>', roster, re.S))
 
 
 def test_the_roster_with_moodles_short_role_names_lists_who_has_not_submitted(lms):

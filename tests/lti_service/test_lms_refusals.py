@@ -19,9 +19,9 @@ from lti_service.gradebook import passback
 from lti_service.lti.quirks import BODY_READ, REASON, Refusal, recorded_refusal, score_refusal
 from lti_service.platforms import add_platform
 from lti_service.services import Services
-from tests.lti_service.conftest import Lms, StudentPage, in_gradebook, notebook_bytes, staff_post
-from tests.lti_service.test_lms_behaviours import roster_rows
-from tests.lti_service.tool import wait_for
+from testbed.lms import Lms, StudentPage, in_gradebook, roster_rows, staff_post
+from testbed.submissions import notebook_bytes
+from testbed.tool import wait_for
 
 TOOL_ENV = {"PASSBACK_BACKOFF": "0.05", "PASSBACK_MAX_BACKOFF": "0.2", "WORKER_POLL": "0.25"}
 CANVAS_STALE = (

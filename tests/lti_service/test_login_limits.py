@@ -13,7 +13,7 @@ from lti_service import create_app
 from lti_service.config import Config
 from lti_service.db import KeyValue, utcnow
 from lti_service.lti.errors import LaunchError
-from tests.lti_service.conftest import start_lms
+from testbed.lms import start_lms
 
 PER_CLIENT, TOTAL = 10, 30
 

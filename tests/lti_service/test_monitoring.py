@@ -17,7 +17,7 @@ from lti_service.platforms import add_platform
 from lti_service.services import Services
 from lti_service.submissions.grading import create_attempt
 from lti_service.views import dashboard
-from tests.lti_service.conftest import notebook_bytes
+from testbed.submissions import notebook_bytes
 
 TOKEN = "scrape-token-for-tests"
 

@@ -13,8 +13,9 @@ import pytest
 from flask import Flask, make_response, redirect, request
 
 from lti_service.lti.outbound import fetch, origin
-from tests.lti_service.conftest import notebook_bytes, start_lms
-from tests.lti_service.tool import RecordingServer, wait_for
+from testbed.lms import start_lms
+from testbed.submissions import notebook_bytes
+from testbed.tool import RecordingServer, wait_for
 
 SECRET = "SECRET-BODY-4f1c"
 

@@ -18,7 +18,7 @@ from flask import Flask, jsonify, redirect, request
 
 from lti_service.config import Config
 from lti_service.db import Database, Platform
-from tests.lti_service.tool import RecordingServer, ToolProcess
+from testbed.tool import RecordingServer, ToolProcess
 
 LTI_TOOL = "https://purl.imsglobal.org/spec/lti-tool-configuration"
 

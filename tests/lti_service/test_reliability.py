@@ -32,10 +32,11 @@ from lti_service.platforms import add_platform
 from lti_service.services import Services
 from lti_service.submissions import batches, grading
 from lti_service.submissions.grading import MAX_CLAIMS, SubmissionRefused, claim, create_attempt
-from tests.autograder.host import sandbox_processes_under
-from tests.lti_service.classroom import Classroom
-from tests.lti_service.conftest import Lms, StudentPage, in_gradebook, notebook_bytes, slow_notebook, start_lms
-from tests.lti_service.tool import children, free_port, wait_for
+from testbed.classroom import Classroom
+from testbed.host import sandbox_processes_under
+from testbed.lms import Lms, StudentPage, in_gradebook, start_lms
+from testbed.submissions import notebook_bytes, slow_notebook
+from testbed.tool import children, free_port, wait_for
 
 FAST_CLOCK = {"PASSBACK_BACKOFF": "0.05", "PASSBACK_MAX_BACKOFF": "0.2", "WORKER_POLL": "0.25"}
 UNREACHABLE = "http://127.0.0.1:9"  # nothing listens on the discard port: connections are refused

@@ -5,29 +5,17 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-import uuid
 from pathlib import Path
 
 import psycopg
 import pytest
 import redis
 
-from tests.lti_service.conftest import in_gradebook, notebook_bytes, race_uploads, settings, slow_notebook, start_lms
-from tests.lti_service.tool import free_port, wait_for
+from testbed.lms import in_gradebook, race_uploads, settings, start_lms
+from testbed.submissions import notebook_bytes, slow_notebook
+from testbed.tool import free_port, wait_for
 
-POSTGRES = "postgresql://postgres@127.0.0.1:5432"
 REDIS_DB = "redis://127.0.0.1:6379/11"
-
-
-@pytest.fixture
-def database():
-    """A fresh PostgreSQL database for this test, dropped afterwards."""
-    name = f"decode_grader_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    yield f"{POSTGRES}/{name}"
-    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

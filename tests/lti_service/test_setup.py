@@ -8,7 +8,7 @@ import requests
 
 from lti_dev_platform.client import launch, register
 from lti_dev_platform.serving import start_platform
-from tests.lti_service.tool import ToolProcess, browser_session, free_port
+from testbed.tool import ToolProcess, browser_session, free_port
 
 
 def test_dynamic_registration_then_a_launch_works(tmp_path, built_assignment):

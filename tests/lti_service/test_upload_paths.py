@@ -17,9 +17,9 @@ from lti_service.assignments import confined
 from lti_service.assignments.building import BuildError, from_zip, listed_files, master_config, pack_handout
 from lti_service.assignments.builds import pack
 from lti_service.assignments.confined import ConfinementError
-from tests.autograder.test_upload_paths import hostile_zip
-from tests.lti_service.test_assignments import finished_build, staff_page, upload_zip
-from tests.lti_service.tool import ToolProcess
+from testbed.lms import finished_build, staff_page, upload_zip
+from testbed.tool import ToolProcess
+from tests.hostile_zips import hostile_zip
 
 TOOL_ENV = {"COURSE_ASSIGNMENTS": "1"}  # course staff add their own assignments
 THROUGH_THE_TOOL = ["dot-dot", "absolute-after-the-prefix", "symbolic-link", "nul"]

@@ -11,10 +11,11 @@ from html.parser import HTMLParser
 
 import pytest
 
-from tests.lti_service.conftest import Lms, StudentPage, notebook_bytes, settings
-from tests.lti_service.tool import wait_for
+from testbed.lms import Lms, settings
+from testbed.submissions import notebook_bytes
+from testbed.tool import wait_for
+from tests.lti_service.written_pages import QUESTION, answer_refs, form_value, grade, rubric_keys, staff_get
 
-QUESTION = "two_rates"
 ADA_TEXT = "20 tokens/s is the steady decode rate; 12.5 tokens/s counts the wait for the first token too."
 GRACE_TEXT = "Both are averages over different times. The user feels the slower one."
 FULL = 100 * 16 / 18  # the autograded part of full marks, scaled to the line item's 100 points
@@ -29,36 +30,6 @@ def product(lms: Lms):
 
     yield use
     lms.hook("config", product_family_code="lti-dev-platform")
-
-
-def staff_get(staff: StudentPage, path: str = ""):
-    response = staff.session.get(f"{staff.url}/staff/written{path}", timeout=30)
-    assert response.status_code == 200, response.text[:1000]
-    return response
-
-
-def answer_refs(staff: StudentPage) -> dict[str, str]:
-    """Who wrote which answer (not anonymous): name -> ref."""
-    html = staff_get(staff, f"/{QUESTION}").text
-    return {name: ref for ref, name in re.findall(r'data-ref="([0-9a-f]+)"><th scope="row"><a [^>]*>([^<]+)</a>', html)}
-
-
-def rubric_keys(html: str) -> dict[str, str]:
-    """Number key -> rubric item id, as the answer page offers them."""
-    return {key: item for item, key in re.findall(r'name="item" value="(\d+)" id="apply-\d+" data-key="(\d)"', html)}
-
-
-def form_value(html: str, name: str) -> str:
-    return re.search(rf'name="{name}" value="([^"]*)"', html).group(1)
-
-
-def grade(staff: StudentPage, ref: str, keys: list[str], comment: str = "", page: str | None = None, then="stay"):
-    """Grade an answer as a grader does: from its page (or the page they opened earlier), applying items by key."""
-    html = page or staff_get(staff, f"/{QUESTION}/{ref}").text
-    items = rubric_keys(html)
-    form = {"csrf_token": staff.csrf, "revision": form_value(html, "revision"), "digest": form_value(html, "digest"),
-            "item": [items[k] for k in keys], "adjustment": "0", "comment": comment, "then": then}  # fmt: skip
-    return staff.session.post(f"{staff.url}/staff/written/{QUESTION}/{ref}", data=form, timeout=30)
 
 
 def posts(lms: Lms, user: str, link: str, count: int) -> list[dict]:

@@ -14,7 +14,7 @@ from lti_service.config import Config
 from lti_service.db import AssignmentVersion, LinkSettings
 from lti_service.services import Services
 from lti_service.written.questions import DEFAULT_POINTS, link_questions, total_points, written_points
-from tests.submissions import ROOT, STUDENT_NOTEBOOK
+from testbed.submissions import ROOT, STUDENT_NOTEBOOK
 
 MASTER = ROOT / "assignment" / "decode.ipynb"
 OLD_FORMAT = Path(__file__).resolve().parent.parent / "written_corpus" / "ps88-lab3" / "master.ipynb"
@@ -41,14 +41,15 @@ def test_the_built_in_decode_has_its_written_question_out_of_18_points(tmp_path,
     services = Services.from_config(Config(data_dir=tmp_path))
     with services.db.session() as session:
         (version,) = session.scalars(select(AssignmentVersion)).all()
-    assert [q["name"] for q in version.written] == ["two_rates"] and len(version.written[0]["rubric"]) == 4
+    written = version.written_questions
+    assert [q["name"] for q in written] == ["two_rates"] and len(written[0]["rubric"]) == 4
     assert (version.points, written_points(version), total_points(version)) == (16.0, 2.0, 18.0)
 
 
 def test_a_question_without_points_gets_what_staff_set_on_the_link():
     """An autograder zip's course: the student notebook names no points; 1 until staff set them, then theirs."""
     (question,) = written_questions(None, STUDENT_NOTEBOOK.read_bytes())
-    version = AssignmentVersion(points=16.0, written=[question.to_dict()])
+    version = AssignmentVersion(points=16.0, written_questions=[question.to_dict()])
     assert [q.points for q in link_questions(version, LinkSettings(written_points={}))] == [DEFAULT_POINTS]
     assert [q.points for q in link_questions(version, LinkSettings(written_points={question.name: 4.0}))] == [4.0]
     assert total_points(version) == 16.0 + DEFAULT_POINTS

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import struct
-from html.parser import HTMLParser
 
 import pytest
 
@@ -20,6 +19,7 @@ from lti_service.written.render import (
     notebook_answer_html,
     prompt_html,
 )
+from tests.lti_service.written_pages import assert_inert, output_cell, written
 from tests.written_corpus.notebooks import (
     PS88,
     PS88_WRITTEN,
@@ -35,54 +35,10 @@ from tests.written_corpus.notebooks import (
     raw,
 )
 
-ACTIVE = set(
-    "script iframe object embed svg style form input button textarea select math link meta base frame frameset "
-    "template video audio source applet".split()
-)
-
-
-class Elements(HTMLParser):
-    """Every element of the HTML with its attributes, as a parser reads them back."""
-
-    def __init__(self, markup: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.found: list[tuple[str, dict[str, str]]] = []
-        self.feed(markup)
-        self.close()
-
-    def handle_starttag(self, tag, attrs):
-        self.found.append((tag, {name: value or "" for name, value in attrs}))
-
-    def of(self, tag: str) -> list[dict[str, str]]:
-        return [attrs for name, attrs in self.found if name == tag]
-
-
-def assert_inert(markup: str) -> Elements:
-    """Nothing in the HTML can run, style the page, submit, embed, or load from elsewhere."""
-    elements = Elements(markup)
-    assert not [tag for tag, _ in elements.found if tag in ACTIVE]
-    for _, attrs in elements.found:
-        assert not [a for a in attrs if a.startswith("on") or a in ("style", "id", "name", "srcset", "formaction")]
-        for url in (attrs.get("href"), attrs.get("src")):
-            assert url is None or not url.strip().lower().startswith(("javascript:", "vbscript:", "data:text"))
-    assert all(img["src"].startswith("data:image/") for img in elements.of("img"))
-    for link in elements.of("a"):
-        assert "href" not in link or link["href"].startswith(("http://", "https://", "mailto:")), link
-        assert "href" not in link or link["rel"] == "noopener noreferrer nofollow"
-    return elements
-
-
-def written(*cells: dict) -> Answer:
-    return Answer("q1", tuple(cells), "d" * 64, True)
-
 
 def one_question(prompt: str) -> list[WrittenQuestion]:
     """The written question of a one-question master notebook."""
     return from_master(dump(notebook([raw("# BEGIN QUESTION\nname: q1\nmanual: true"), md(prompt)])))
-
-
-def output_cell(*outputs: dict, source: str = "show()") -> dict:
-    return {"cell_type": "code", "source": source, "outputs": list(outputs)}
 
 
 HOSTILE_MARKDOWN = [

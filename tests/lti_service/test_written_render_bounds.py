@@ -26,9 +26,8 @@ from lti_service.written.render import (
     TOO_MANY_PARTS,
     answer_html,
 )
-from tests.lti_service.conftest import notebook_bytes
-from tests.lti_service.test_written import QUESTION, answer_refs
-from tests.lti_service.test_written_render import Elements, assert_inert, output_cell, written
+from testbed.submissions import notebook_bytes
+from tests.lti_service.written_pages import QUESTION, Elements, answer_refs, assert_inert, output_cell, written
 from tests.written_corpus.notebooks import b64, image_output, md, png
 
 ROOT = Path(__file__).resolve().parents[2]

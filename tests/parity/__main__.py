@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.parity.harness import Case, Corpus, assignment_names, cases, refresh_outputs
+from testbed.parity import Case, Corpus, assignment_names, cases, refresh_outputs
 
 
 def main() -> int:

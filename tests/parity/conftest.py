@@ -1,4 +1,4 @@
-"""The parity corpus for one session: builds once, stock `otter run` in the background (see harness.py)."""
+"""The parity corpus for one session: builds once, stock `otter run` in the background (see testbed/parity.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.parity.harness import Case, Corpus
+from testbed.parity import Case, Corpus
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """Every notebook of the parity corpus gets the same per-question scores from this grader as from
-stock `otter run` (run with the assignment's requirements installed). See harness.py for the corpus;
+stock `otter run` (run with the assignment's requirements installed). See testbed/parity.py for the corpus;
 `python -m tests.parity NAME` compares one assignment alone.
 
 The other tests here check the corpus itself: that it is sound (the solution gets full marks under
@@ -15,7 +15,7 @@ import zipfile
 
 import pytest
 
-from tests.parity.harness import (
+from testbed.parity import (
     GIVEN,
     AttackTarget,
     Case,

@@ -15,7 +15,8 @@ import requests
 from sqlalchemy import create_engine, text
 
 from lti_service.config import Config
-from tests.lti_service.conftest import Lms, StudentPage, in_gradebook, notebook_bytes
+from testbed.lms import Lms, StudentPage, in_gradebook
+from testbed.submissions import notebook_bytes
 
 RETRY_PAUSE = 0.5  # seconds a student waits before uploading again after an error (pacing, not a wait for state)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import redis
 
-from tests.lti_service.tool import free_port, wait_for
+from testbed.tool import free_port, wait_for
 
 
 class PrivateRedis:

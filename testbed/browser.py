@@ -1,4 +1,5 @@
-"""Steps shared by the browser tests (and the instructor dashboard test to come)."""
+"""The browser the end-to-end tests and bench/bench_lite.py drive: Debian's Chromium and its settings, and the
+steps they share in the LMS's pages."""
 
 from __future__ import annotations
 
@@ -8,7 +9,24 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page
 
-    from tests.lti_service.conftest import Lms
+    from testbed.lms import Lms
+
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's: Playwright only drives it (never `playwright install`)
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+# JupyterLite's notebook open with its kernel started and idle (Pyodide and the packages loaded)
+KERNEL_STATUS = """() => {
+  const widget = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const session = widget && widget.sessionContext && widget.sessionContext.session;
+  return session && session.kernel ? session.kernel.status === "idle" && widget.context.isReady : false;
+}"""
 
 
 def course_launch(lms: Lms, user: str, context_id: str = "decode-101", **params: str) -> str:

@@ -1,6 +1,6 @@
 """The parity corpus: Otter assignments written here, graded by stock `otter run` and by this grader.
 
-Each folder of `assignments/` is one course assignment:
+Each folder of `tests/parity/assignments/` is one course assignment:
 
 - `<name>.ipynb`, the master notebook, saved with its outputs: OK-format tests take their expected
   values from the outputs of the test cells (`python -m tests.parity --refresh NAME` runs it again in
@@ -36,10 +36,10 @@ import yaml
 from assignment.build import repack_deterministically
 from autograder import grade_submission
 from autograder.environment import prepare, requirements_of
-from tests.build_cache import cached, key, otter_assign
-from tests.submissions import OtterRun
+from testbed.build_cache import cached, key, otter_assign
+from testbed.submissions import ROOT, OtterRun
 
-ASSIGNMENTS = Path(__file__).resolve().parent / "assignments"
+ASSIGNMENTS = ROOT / "tests" / "parity" / "assignments"
 ANSWER_TAG = "otter_answer_cell"
 SOLUTION_TAG = "otter_assign_solution_cell"
 REFERENCE_JOBS = 2  # stock `otter run`s at once (the machine has 2 cores)
@@ -106,7 +106,7 @@ class Built:
 def build(name: str, workdir: Path, folder: Path | None = None, shared: bool = True) -> Built:
     """`otter assign` on a copy of the assignment's folder (of the corpus, or another version of it in
     `folder`); the zip repacked so builds are reproducible. `shared`: the build of these inputs that the test
-    processes share (tests/build_cache.py), else one made now in `workdir`."""
+    processes share (testbed/build_cache.py), else one made now in `workdir`."""
     folder = folder or ASSIGNMENTS / name
     afresh_in = None if shared else workdir / "assign"
     source = otter_assign(folder, f"{name}.ipynb", "--no-run-tests", afresh_in=afresh_in) / "source"
@@ -229,7 +229,7 @@ class Corpus:
             return self._references[case]
 
     def _run_reference(self, case: Case) -> Graded:
-        """Kept by its inputs' hash (tests/build_cache.py): an unchanged case is not run again."""
+        """Kept by its inputs' hash (testbed/build_cache.py): an unchanged case is not run again."""
         built, notebook = self.built(case.assignment), self.notebook(case)
         filename = saved_as(built, case.submission)
 

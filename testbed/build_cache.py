@@ -1,5 +1,5 @@
-"""Builds the tests share (an `otter assign` of a corpus assignment, of the toy), made once by the first test
-process to ask and kept under build/test-cache/ by the hash of everything they are made from.
+"""Builds the tests and benchmarks share (an `otter assign` of a corpus assignment, of the toy), made once by the
+first process to ask and kept under build/test-cache/ by the hash of everything they are made from.
 
 Under pytest-xdist every worker process asks for the same builds; a later run of an unchanged checkout builds
 nothing again. The key holds the inputs' bytes, the command, the interpreter and every installed package's
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.submissions import ROOT
+from testbed.submissions import ROOT
 
 CACHE = ROOT / "build" / "test-cache"
 READY = ".ready"

@@ -24,7 +24,7 @@ from lti_service.cli import main
 from lti_service.config import Config
 from lti_service.platforms import add_platform
 from lti_service.services import Services
-from tests.submissions import ROOT
+from testbed.submissions import ROOT
 
 
 def free_port(host: str = "127.0.0.1") -> int:

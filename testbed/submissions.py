@@ -1,4 +1,4 @@
-"""Submissions for the Decode assignment, built from the corpus, shared by the tests and the benchmark.
+"""Submissions for the Decode assignment, built from the corpus, shared by the tests and the benchmarks.
 
 A corpus entry is a small Python file in `tests/corpus/correct/` or `tests/corpus/wrong/`. It redefines
 some answers; everything it does not define keeps the reference solution. A wrong entry names the one
@@ -23,11 +23,11 @@ from pathlib import Path
 import nbformat
 from otter.test_files import ExceptionTestFile
 
-from tests import otter_forks
-from tests.otter_forks import Run
+from testbed import otter_forks
+from testbed.otter_forks import Run
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = Path(__file__).resolve().parent / "corpus"
+CORPUS = ROOT / "tests" / "corpus"
 DIST = ROOT / "dist"
 AUTOGRADER_ZIP = DIST / "autograder" / "decode-autograder.zip"
 STUDENT_NOTEBOOK = DIST / "student" / "decode.ipynb"
@@ -162,9 +162,24 @@ def submission_notebook(
     return notebook
 
 
+def notebook_bytes(entry_name: str | None = None, answered: bool = True, written: str | None = None) -> bytes:
+    """submission_notebook, of the corpus entry named `entry_name`, as the bytes of its file."""
+    entry = None
+    if entry_name:
+        (entry,) = [e for kind in ("correct", "wrong") for e in corpus(kind) if e.name == entry_name]
+    return nbformat.writes(submission_notebook(entry, answered=answered, written=written)).encode()
+
+
+def slow_notebook(seconds: float) -> bytes:
+    """The full-marks notebook with a last cell that sleeps: its grading lasts that long."""
+    notebook = nbformat.reads(notebook_bytes().decode(), as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell(f"import time\ntime.sleep({seconds})"))
+    return nbformat.writes(notebook).encode()
+
+
 class OtterRun:
     """Stock `otter run` on one notebook, started in the background so several can run at once (a fork of a
-    process that has imported Otter: tests/otter_forks.py).
+    process that has imported Otter: testbed/otter_forks.py).
 
     The file is named like the assignment's notebook (`filename`): under another name Otter's injected
     `otter.Notebook("decode.ipynb")` fails and its `grader.check` calls are skipped. `python` is the
