@@ -210,57 +210,59 @@ def test_download_names_are_encoded_as_rfc_6266_says(name, header):
     assert attachment(name) == header
 
 
-def test_migration_numbers_existing_attempts_per_user_and_link(tmp_path):
+def migrated(tmp_path, revision: str, platform: str, attempt: str, rows: list[dict], read: str) -> list:
+    """A database at an older `revision` with one platform and the attempts `rows` (inserted by the SQL
+    `attempt`), migrated to the newest: what the query `read` then finds."""
     from alembic import command
     from sqlalchemy import create_engine, text
 
     from lti_service.migrate import alembic_config, upgrade
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
-    command.upgrade(alembic_config(url), "0002")
-    insert = text(
+    command.upgrade(alembic_config(url), revision)
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text(platform))
+            for row in rows:
+                connection.execute(text(attempt), row)
+        upgrade(url)
+        with engine.connect() as connection:
+            return connection.execute(text(read)).all()
+    finally:
+        engine.dispose()
+
+
+def test_migration_numbers_existing_attempts_per_user_and_link(tmp_path):
+    rows = [{"user": user, "link": link, "sha": str(sha)}
+            for sha, (user, link) in enumerate((("u1", "r1"), ("u2", "r1"), ("u1", "r1"), ("u1", "r2")))]  # fmt: skip
+    numbers = migrated(
+        tmp_path, "0002",
+        "INSERT INTO platforms VALUES (1, 'i', 'c', '[]', 'a', 't', 'j', '', '2026-01-01')",
         "INSERT INTO attempts (platform_id, context_id, resource_link_id, user_id, filename, notebook, sha256, "
         "status, created_at, user_name, late_penalty) VALUES (1, 'c', :link, :user, 'n', x'00', :sha, 'graded', "
-        "'2026-01-01', '', 0)"
-    )
-    engine = create_engine(url)
-    with engine.begin() as connection:
-        connection.execute(text("INSERT INTO platforms VALUES (1, 'i', 'c', '[]', 'a', 't', 'j', '', '2026-01-01')"))
-        for sha, (user, link) in enumerate((("u1", "r1"), ("u2", "r1"), ("u1", "r1"), ("u1", "r2"))):
-            connection.execute(insert, {"user": user, "link": link, "sha": str(sha)})
-    upgrade(url)
-    with engine.connect() as connection:
-        numbers = connection.execute(text("SELECT user_id, resource_link_id, number FROM attempts ORDER BY id")).all()
+        "'2026-01-01', '', 0)",
+        rows, "SELECT user_id, resource_link_id, number FROM attempts ORDER BY id",
+    )  # fmt: skip
     assert numbers == [("u1", "r1", 1), ("u2", "r1", 1), ("u1", "r1", 2), ("u1", "r2", 1)]
 
 
 def test_migration_reads_again_the_answers_a_blank_digest_may_stand_for(tmp_path):
     """Until 0016 an answer whose marker was deleted stored a blank answer's digest: such attempts read their
     notebook again (a missing answer then gets its own digest, so a blank answer's grade is not carried over)."""
-    from alembic import command
-    from sqlalchemy import create_engine, text
-
     from autograder.written import EMPTY_DIGEST
-    from lti_service.migrate import alembic_config, upgrade
 
-    url = f"sqlite:///{tmp_path / 'old.db'}"
-    command.upgrade(alembic_config(url), "0015_late_day_forgiveness")
-    insert = text(
+    stored = {"blank": {"q": EMPTY_DIGEST}, "answered": {"q": "ab" * 32}, "none": None}
+    rows = dict(migrated(
+        tmp_path, "0015_late_day_forgiveness",
+        "INSERT INTO platforms (id, issuer, client_id, deployment_ids, auth_login_url, auth_token_url, key_set_url, "
+        "name, created_at, service_origins) VALUES (1, 'i', 'c', '[]', 'a', 't', 'j', '', '2026-01-01', '[]')",
         "INSERT INTO attempts (platform_id, context_id, resource_link_id, user_id, number, filename, notebook, "
         "sha256, status, created_at, user_name, late_penalty, written, assignment_version_id) VALUES (1, 'c', 'r', "
-        ":user, 1, 'n', x'00', :user, 'graded', '2026-01-01', '', 0, :written, 1)"
-    )
-    engine = create_engine(url)
-    with engine.begin() as connection:
-        connection.execute(text("INSERT INTO platforms (id, issuer, client_id, deployment_ids, auth_login_url, "
-                                "auth_token_url, key_set_url, name, created_at, service_origins) VALUES (1, 'i', 'c', "
-                                "'[]', 'a', 't', 'j', '', '2026-01-01', '[]')"))  # fmt: skip
-        for user, written in (("blank", {"q": EMPTY_DIGEST}), ("answered", {"q": "ab" * 32}), ("none", None)):
-            connection.execute(insert, {"user": user, "written": None if written is None else json.dumps(written)})
-    upgrade(url)
-    with engine.connect() as connection:
-        rows = dict(connection.execute(text("SELECT user_id, written FROM attempts")).all())
-    engine.dispose()
+        ":user, 1, 'n', x'00', :user, 'graded', '2026-01-01', '', 0, :written, 1)",
+        [{"user": user, "written": None if w is None else json.dumps(w)} for user, w in stored.items()],
+        "SELECT user_id, written FROM attempts",
+    ))  # fmt: skip
     assert rows["blank"] in (None, "null") and rows["none"] in (None, "null")
     assert json.loads(rows["answered"]) == {"q": "ab" * 32}
 
