@@ -108,7 +108,7 @@ def stock_otter(subs: dict[str, bytes], workdir: Path, zip_path: Path, filename:
     for name in list(subs)[:sample]:
         started = time.perf_counter()
         process = run(name, "seq")
-        with PeakMemory(process.process.pid) as memory:
+        with PeakMemory(process.run.started(timeout=30)) as memory:
             process.scores()
         latencies.append(time.perf_counter() - started)
         peaks.append(memory.peak_kib / 1024)
